@@ -1,0 +1,95 @@
+// DeepSeek-V3.2 sparse attention (DSA) decode: the problem, the tensors, the tiling and the
+// plan-then-run entry points. Host-only types; no CuTe, no CUDA device code.
+//
+// Semantics (docs/dsa-contract.md): per token t and head h, over the multiset S of valid slots of
+// sparse_indices[t, :] (valid = 0 <= idx < num_pages * page_size; -1 is padding anywhere),
+//   s_j = sm_scale * (q_nope[t,h] . ckv[j] + q_pe[t,h] . kpe[j])
+//   lse[t,h] = log2(sum_j exp(s_j)),  output[t,h] = sum_j softmax(s)_j ckv[j]   (bf16)
+// and an empty S gives output 0 and lse = -inf. Out-of-range indices are treated as padding;
+// dsa_check_indices() reports them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "mlakit/status.h"
+
+namespace mlakit {
+
+struct DsaProblem {
+  int num_tokens = 1;      // T
+  int num_heads = 16;      // query heads on this GPU (16 = 128 / TP-8)
+  int head_dim_ckv = 512;  // latent width: K and V at once
+  int head_dim_kpe = 64;   // rope key width
+  int num_pages = 1;
+  int page_size = 64;
+  int topk = 2048;         // columns of sparse_indices
+
+  int64_t num_slots() const { return int64_t(num_pages) * page_size; }
+  // Checks ranges and the constants a kernel family supports; names the offending field.
+  Status validate() const;
+  std::string to_string() const;  // "T=8 H=16 ckv=512 kpe=64 pages=8462 ps=64 topk=2048"
+};
+
+// Device pointers. Innermost dimensions are contiguous; the strides (in elements) of the outer
+// dimensions may be set for views (0 means "contiguous"). Every row start must be 16-byte aligned.
+struct DsaTensors {
+  const void* q_nope = nullptr;             // bf16 [T, H, ckv]
+  const void* q_pe = nullptr;               // bf16 [T, H, kpe]
+  const void* ckv_cache = nullptr;          // bf16 [num_pages, page_size, ckv]
+  const void* kpe_cache = nullptr;          // bf16 [num_pages, page_size, kpe]
+  const int32_t* sparse_indices = nullptr;  // int32 [T, topk], flat slot or -1
+  void* output = nullptr;                   // bf16 [T, H, ckv], contiguous
+  float* lse = nullptr;                     // fp32 [T, H], contiguous, base 2
+  float sm_scale = 0.f;
+
+  int64_t q_nope_stride_t = 0, q_nope_stride_h = 0;
+  int64_t q_pe_stride_t = 0, q_pe_stride_h = 0;
+  int64_t ckv_stride_slot = 0, kpe_stride_slot = 0;
+  int64_t indices_stride_t = 0;
+};
+
+// How one launch cuts the work. One type serves the validator, the tuner's search space, the
+// CLI's --explain and the kernel traits. Fields a variant does not use are ignored by it.
+struct DsaTiling {
+  int num_splits = 16;        // CTAs per token along topk (split-K); 1 = fused epilogue, no merge
+  int block_n = 64;           // slots per pipeline tile (rows gathered per stage)
+  int stages = 2;             // tiles in flight in shared memory
+  int merge_head_groups = 4;  // CTAs per token in the LSE-merge kernel
+
+  std::string name() const;  // stable short form: "s16n64x2m4"
+  static Status parse(const std::string& name, DsaTiling* out);
+  bool operator==(const DsaTiling&) const = default;
+};
+
+// A plan binds a problem to one registered kernel and one tiling, and sizes the workspace.
+struct DsaPlan {
+  DsaProblem problem;
+  std::string kernel_key;  // e.g. "dsa_decode.v1_splitk.bf16"
+  DsaTiling tiling;
+  size_t workspace_bytes = 0;
+};
+
+struct DsaPlanOptions {
+  std::string kernel_key;  // empty = the default kernel for the problem
+  const DsaTiling* tiling = nullptr;  // null = tuned choice if cached, else built-in default
+  int device = -1;                    // -1 = current device
+};
+
+Status dsa_plan(const DsaProblem& problem, const DsaPlanOptions& options, DsaPlan* plan);
+
+// Validates the tensors against the plan (null pointers, alignment, strides) and launches on
+// `stream`. Asynchronous; never synchronizes; never allocates. `workspace` must hold
+// plan.workspace_bytes (may be null when that is 0).
+Status dsa_run(const DsaPlan& plan, const DsaTensors& tensors, void* workspace,
+               size_t workspace_bytes, cudaStream_t stream);
+
+// Checked mode: counts indices that are neither -1 nor a slot of the cache (< -1 or >=
+// num_slots). Synchronizes `stream`. Returns kInvalidArgument naming the first bad one.
+Status dsa_check_indices(const DsaProblem& problem, const int32_t* sparse_indices,
+                         int64_t indices_stride_t, cudaStream_t stream);
+
+}  // namespace mlakit

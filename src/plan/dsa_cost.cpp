@@ -1,0 +1,20 @@
+#include "plan/dsa_cost.h"
+
+namespace mlakit {
+
+DsaCost dsa_cost(const DsaProblem& p, const std::vector<int>& valid_per_row) {
+  DsaCost c;
+  for (int v : valid_per_row) c.valid_slots += v;
+  const double row_bytes = 2.0 * (p.head_dim_ckv + p.head_dim_kpe);
+  const double per_slot_flops = 2.0 * p.num_heads * (p.head_dim_ckv + p.head_dim_kpe) +  // QK
+                                2.0 * p.num_heads * p.head_dim_ckv;                      // PV
+  c.flops = per_slot_flops * double(c.valid_slots);
+  c.gathered_bytes = row_bytes * double(c.valid_slots);
+  const double T = p.num_tokens, H = p.num_heads;
+  c.bytes = c.gathered_bytes + T * H * row_bytes      // q_nope + q_pe
+            + 4.0 * T * p.topk                        // indices
+            + T * H * 2.0 * p.head_dim_ckv + T * H * 4.0;  // output + lse
+  return c;
+}
+
+}  // namespace mlakit
