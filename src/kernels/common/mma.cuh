@@ -1,0 +1,38 @@
+// Tensor-core helpers for sm_80+ warp-level MMAs, on top of CuTe's arch atoms:
+// ldmatrix (plain and transposed) from shared memory and the bf16 m16n8k16 MMA with fp32 accumulate.
+// Fragment layouts follow the PTX ISA's mma.m16n8k16 figures (lane = 4 * group + quad).
+#pragma once
+
+#include <cstdint>
+
+#include <cute/arch/copy_sm75.hpp>
+#include <cute/arch/mma_sm80.hpp>
+
+namespace mlakit::kernels {
+
+// Four 8x8 bf16 matrices; lane L supplies the row address of matrix L / 8.
+__device__ __forceinline__ void ldmatrix_x4(const void* smem_row, uint32_t (&r)[4]) {
+  cute::SM75_U32x4_LDSM_N::copy(*reinterpret_cast<const cute::uint128_t*>(smem_row), r[0], r[1],
+                                r[2], r[3]);
+}
+
+// Same, each matrix transposed on the way into registers (B operands stored K-major in rows).
+__device__ __forceinline__ void ldmatrix_x4_trans(const void* smem_row, uint32_t (&r)[4]) {
+  cute::SM75_U16x8_LDSM_T::copy(*reinterpret_cast<const cute::uint128_t*>(smem_row), r[0], r[1],
+                                r[2], r[3]);
+}
+
+// d += a * b for one m16n8k16 tile: a row-major 16x16 bf16, b column-major 16x8 bf16, d fp32.
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                               uint32_t b1) {
+  cute::SM80_16x8x16_F32BF16BF16F32_TN::fma(d[0], d[1], d[2], d[3], a[0], a[1], a[2], a[3], b0, b1,
+                                            d[0], d[1], d[2], d[3]);
+}
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+}  // namespace mlakit::kernels

@@ -1,0 +1,23 @@
+// Reductions for the m16n8 accumulator layout: lane L holds rows L/4 and L/4 + 8, and the four
+// lanes of a quad (L % 4) hold the 8 columns of one n8 tile.
+#pragma once
+
+namespace mlakit::kernels {
+
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+__device__ __forceinline__ float fast_exp2(float x) { return exp2f(x); }
+
+// The row maximum used as the exponent origin: -inf (no valid slot yet) maps to 0 so that
+// exp2(-inf - origin) = 0 and no inf - inf = NaN appears.
+__device__ __forceinline__ float softmax_origin(float m) { return m == -INFINITY ? 0.f : m; }
+
+}  // namespace mlakit::kernels

@@ -1,0 +1,86 @@
+// The CLI's contract: bad arguments print what is wrong and exit 2; help everywhere; list and
+// devices work without a GPU.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int code;
+  std::string output;  // stdout + stderr
+};
+
+Result cli(const std::string& args) {
+  const std::string cmd = std::string(MLAKIT_CLI_PATH) + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+void expect_usage_error(const std::string& args, const std::string& message) {
+  const Result r = cli(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+}
+
+TEST(Cli, NoCommandAndUnknownCommandExit2) {
+  expect_usage_error("", "usage: mlakit <command>");
+  expect_usage_error("frobnicate", "unknown command 'frobnicate'");
+}
+
+TEST(Cli, HelpEverywhere) {
+  for (const char* c : {"--help", "list --help", "devices --help", "run --help", "bench --help", "verify --help"}) {
+    const Result r = cli(c);
+    EXPECT_EQ(r.code, 0) << c << "\n" << r.output;
+    EXPECT_NE(r.output.find("usage"), std::string::npos) << c << "\n" << r.output;
+  }
+}
+
+TEST(Cli, BadArgumentsNameTheArgument) {
+  expect_usage_error("run", "--t N (number of tokens) is required");
+  expect_usage_error("run --t 0", "--t: expected a value in [1,");
+  expect_usage_error("run --t abc", "--t: expected an integer, got 'abc'");
+  expect_usage_error("run --t 1 --bogus 3", "unknown option --bogus");
+  expect_usage_error("run no.such.kernel --t 1", "kernel 'no.such.kernel' is not registered");
+  expect_usage_error("run --t 1 --tiling q7", "tiling: expected the form");
+  expect_usage_error("bench --suite no-such-suite", "no-such-suite");
+  expect_usage_error("bench --iters", "option --iters needs a value");
+  expect_usage_error("verify --seeds 0", "--seeds: expected a value in [1, 100]");
+}
+
+TEST(Cli, ListShowsEveryKernelWithItsArch) {
+  const Result r = cli("list");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("dsa_decode.v1_splitk.bf16"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sm_90a"), std::string::npos) << r.output;
+}
+
+TEST(Cli, DevicesPrintsTheTable) {
+  const Result r = cli("devices");
+  EXPECT_EQ(r.code, 0) << r.output;
+  for (const char* chip : {"H100", "H200", "B200", "B300", "RTX 5090"})
+    EXPECT_NE(r.output.find(chip), std::string::npos) << chip << "\n" << r.output;
+}
+
+TEST(Cli, RunOneSmallShape) {
+  // On a GPU machine this verifies and times the kernel; elsewhere it runs the CPU reference.
+  const Result r = cli("run --t 2 --topk 256 --num-pages 64 --check --iters 3 --warmup 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  const bool gpu = r.output.find("GPU kernels skipped") == std::string::npos;
+  if (gpu)
+    EXPECT_NE(r.output.find(" ok"), std::string::npos) << r.output;
+  else
+    EXPECT_NE(r.output.find("CPU reference"), std::string::npos) << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,180 @@
+// Kernel plans without a GPU: defaults valid for H100/H200, bad tilings rejected with the reason
+// a person reads, the arch gate, tiling names.
+#include <gtest/gtest.h>
+
+#include "mlakit/device.h"
+#include "runtime/registry.h"
+
+namespace mlakit {
+namespace {
+
+DeviceFacts device(const char* name) {
+  DeviceFacts f;
+  EXPECT_TRUE(find_known_device(name, &f).is_ok()) << name;
+  return f;
+}
+
+DsaProblem contest(int tokens) {
+  DsaProblem p;
+  p.num_tokens = tokens;
+  p.num_pages = 8462;
+  return p;
+}
+
+const DsaKernel& v1() {
+  const DsaKernel* k = find_dsa_kernel("dsa_decode.v1_splitk.bf16");
+  EXPECT_NE(k, nullptr);
+  return *k;
+}
+
+TEST(Plan, DefaultTilingIsValidOnHopperForEveryTokenCount) {
+  for (const char* name : {"H100", "H200"}) {
+    const DeviceFacts dev = device(name);
+    for (int t : {1, 2, 7, 8, 16, 64, 128, 256, 1024}) {
+      for (int topk : {256, 512, 1024, 2048, 4096}) {
+        DsaProblem p = contest(t);
+        p.topk = topk;
+        const DsaTiling tiling = v1().default_tiling(p, dev);
+        Status s = v1().validate(p, tiling, dev);
+        EXPECT_TRUE(s.is_ok()) << name << " T=" << t << " topk=" << topk << " " << tiling.name() << ": "
+                               << s.message();
+      }
+    }
+  }
+}
+
+TEST(Plan, DefaultTilingFillsTheMachineForSmallT) {
+  const DeviceFacts dev = device("H200");
+  EXPECT_EQ(v1().default_tiling(contest(1), dev).num_splits, 32);  // one 64-slot tile per CTA
+  EXPECT_EQ(v1().default_tiling(contest(8), dev).num_splits, 16);
+  EXPECT_EQ(v1().default_tiling(contest(128), dev).num_splits, 1);  // fused epilogue, no merge
+}
+
+TEST(Plan, SharedMemoryOverflowIsRejectedWithReason) {
+  DsaTiling t{16, 64, 3, 4};
+  Status s = v1().validate(contest(8), t, device("H200"));
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("shared-memory plan"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("exceeds the 227.0 KB per-block limit of sm_90"), std::string::npos) << s.message();
+}
+
+TEST(Plan, TwoStagesDoNotFitTheRtx5090) {
+  // The arch gate fires first on sm_120; the shared-memory rule is checked on an sm_90 part
+  // with a small opt-in limit to show both reasons are reachable.
+  DeviceFacts small = device("H200");
+  small.smem_per_block_optin = 99 * 1024;
+  Status s = v1().validate(contest(8), DsaTiling{16, 64, 2, 4}, small);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("exceeds the 99.0 KB"), std::string::npos) << s.message();
+}
+
+TEST(Plan, BadFieldsAreRejectedWithReason) {
+  const DeviceFacts dev = device("H200");
+  struct Bad {
+    DsaTiling tiling;
+    const char* reason;
+  } cases[] = {
+      {{16, 32, 2, 4}, "block_n=32"},
+      {{16, 64, 4, 4}, "stages must be 1, 2 or 3"},
+      {{64, 64, 2, 4}, "num_splits must be in [1, 32]"},
+      {{16, 64, 2, 3}, "merge_head_groups must be 4, 8 or 16"},
+  };
+  for (const Bad& b : cases) {
+    Status s = v1().validate(contest(8), b.tiling, dev);
+    ASSERT_FALSE(s.is_ok()) << b.tiling.name();
+    EXPECT_NE(s.message().find(b.reason), std::string::npos) << s.message();
+  }
+  DsaProblem big = contest(1);
+  big.topk = 4096;
+  Status s = v1().validate(big, DsaTiling{1, 64, 2, 4}, dev);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("exceeds the 2048 one CTA compacts; use num_splits >= 2"), std::string::npos)
+      << s.message();
+  DsaProblem heads = contest(1);
+  heads.num_heads = 64;
+  s = v1().validate(heads, DsaTiling{16, 64, 2, 4}, dev);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("num_heads=64"), std::string::npos) << s.message();
+}
+
+TEST(Plan, SearchSpaceHoldsValidAndInvalidTilings) {
+  const DeviceFacts dev = device("H200");
+  int valid = 0, invalid = 0;
+  for (const DsaTiling& t : v1().search_space(contest(8)))
+    (v1().validate(contest(8), t, dev).is_ok() ? valid : invalid)++;
+  EXPECT_GT(valid, 8);
+  EXPECT_GT(invalid, 0);  // 3 stages: the tuner prints why it skips them
+}
+
+TEST(Plan, WorkspaceOnlyForSplits) {
+  EXPECT_EQ(v1().workspace_bytes(contest(128), DsaTiling{1, 64, 2, 4}), 0u);
+  // 8 tokens x 16 splits x 16 heads x (512 + 2) floats
+  EXPECT_EQ(v1().workspace_bytes(contest(8), DsaTiling{16, 64, 2, 4}), size_t(8) * 16 * 16 * 514 * 4);
+}
+
+TEST(ArchGate, KernelsDeclareAndCheckTheirArch) {
+  const DsaKernel& k = v1();
+  EXPECT_EQ(k.info().arch.describe(), "sm_90a");
+  EXPECT_TRUE(check_kernel_arch(k, device("H100")).is_ok());
+  EXPECT_TRUE(check_kernel_arch(k, device("H200")).is_ok());
+  Status s = check_kernel_arch(k, device("RTX 5090"));
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("needs sm_90a; found sm_120 (NVIDIA GeForce RTX 5090)"), std::string::npos)
+      << s.message();
+  // sm_90a code does not run on Blackwell either: the "a" features are not forward compatible.
+  EXPECT_FALSE(check_kernel_arch(k, device("B200")).is_ok());
+  EXPECT_TRUE(check_arch(ArchRequirement{8, 0, false}, device("B200")).is_ok());
+}
+
+TEST(DeviceTable, HasTheChipsOfThePlan) {
+  EXPECT_EQ(device("H200").num_sms, 132);
+  EXPECT_EQ(device("H200").l2_bytes, 60 * 1024 * 1024);
+  EXPECT_EQ(device("B200").sm(), 100);
+  EXPECT_EQ(device("RTX 5090").sm(), 120);
+  EXPECT_EQ(device("RTX 5090").smem_per_block_optin, 99 * 1024);
+  DeviceFacts f;
+  EXPECT_EQ(find_known_device("no such chip", &f).code(), Code::kNotFound);
+}
+
+TEST(Tiling, NameRoundTripsAndBadNamesAreRejected) {
+  DsaTiling t{8, 64, 1, 16}, u;
+  ASSERT_TRUE(DsaTiling::parse(t.name(), &u).is_ok());
+  EXPECT_EQ(t, u);
+  EXPECT_EQ(t.name(), "s8n64x1m16");
+  for (const char* bad : {"", "s8", "s8n64x1m16z", "x", "s0n64x1m4"}) {
+    Status s = DsaTiling::parse(bad, &u);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("tiling"), std::string::npos);
+  }
+}
+
+TEST(Run, BadTensorsAreReportedBeforeAnyLaunch) {
+  DsaPlan plan;
+  plan.problem = contest(1);
+  plan.kernel_key = "dsa_decode.v1_splitk.bf16";
+  plan.tiling = DsaTiling{32, 64, 2, 4};
+  plan.workspace_bytes = 1024;
+  DsaTensors x;
+  Status s = dsa_run(plan, x, nullptr, 0, nullptr);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("q_nope: null pointer"), std::string::npos) << s.message();
+  alignas(16) static char buf[4096];
+  x.q_nope = buf + 2;  // misaligned
+  s = dsa_run(plan, x, nullptr, 0, nullptr);
+  EXPECT_NE(s.message().find("q_nope: must be 16-byte aligned"), std::string::npos) << s.message();
+  x.q_nope = x.q_pe = x.ckv_cache = x.kpe_cache = x.output = buf;
+  x.sparse_indices = reinterpret_cast<const int32_t*>(buf);
+  x.lse = reinterpret_cast<float*>(buf);
+  x.sm_scale = 0.1f;
+  s = dsa_run(plan, x, nullptr, 0, nullptr);
+  EXPECT_NE(s.message().find("workspace: the plan needs 1024 bytes, got 0"), std::string::npos) << s.message();
+  x.ckv_stride_slot = 520;  // not a multiple of 8 elements
+  s = dsa_run(plan, x, buf, 1024, nullptr);
+  EXPECT_NE(s.message().find("ckv_stride_slot: must be a multiple of 8"), std::string::npos) << s.message();
+  plan.kernel_key = "nope";
+  EXPECT_EQ(dsa_run(plan, x, buf, 1024, nullptr).code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace mlakit

@@ -1,0 +1,63 @@
+// `mlakit list` and `mlakit devices`.
+#include <cstdio>
+
+#include "common.h"
+
+namespace mlakit::cli {
+namespace {
+
+int run_list(Args& args) {
+  args.reject_unknown({});
+  if (!args.ok()) return args.fail_usage("usage: mlakit list");
+  DeviceFacts facts;
+  const bool have_device = device_count() > 0 && query_device(0, &facts).is_ok();
+  std::printf("%-28s %-10s %-6s %-8s %s\n", "kernel", "variant", "dtype", "arch", "status here");
+  for (const DsaKernel* k : dsa_kernels()) {
+    const KernelInfo& i = k->info();
+    std::string status = "runnable on " + (have_device ? facts.describe() : std::string());
+    if (!have_device) status = "skipped: no CUDA device";
+    else if (Status s = check_arch(i.arch, facts); !s.is_ok()) status = "skipped: " + s.message();
+    std::printf("%-28s %-10s %-6s %-8s %s\n", i.key.c_str(), i.variant.c_str(), i.dtype.c_str(),
+                i.arch.describe().c_str(), status.c_str());
+    std::printf("    %s\n", i.description.c_str());
+  }
+  return kExitOk;
+}
+
+int run_devices(Args& args) {
+  args.reject_unknown({});
+  if (!args.ok()) return args.fail_usage("usage: mlakit devices");
+  const int n = device_count();
+  std::printf("live devices: %d\n", n);
+  for (int d = 0; d < n; ++d) {
+    DeviceFacts f;
+    if (Status s = query_device(d, &f); !s.is_ok()) {
+      std::printf("  [%d] %s\n", d, s.to_string().c_str());
+      continue;
+    }
+    std::printf("  [%d] %s: smem/block %d KB, smem/SM %d KB, L2 %d MB, regs/SM %d\n", d,
+                f.describe().c_str(), f.smem_per_block_optin / 1024, f.smem_per_sm / 1024,
+                f.l2_bytes >> 20, f.regs_per_sm);
+  }
+  std::printf("\nknown devices (datasheet leads):\n");
+  std::printf("  %-26s %-7s %5s %12s %10s %8s %9s\n", "name", "arch", "SMs", "smem/block", "smem/SM",
+              "L2", "HBM GB/s");
+  for (const DeviceFacts& f : known_devices())
+    std::printf("  %-26s sm_%d%d  %5d %9d KB %7d KB %5d MB %9.0f\n", f.name.c_str(), f.sm_major,
+                f.sm_minor, f.num_sms, f.smem_per_block_optin / 1024, f.smem_per_sm / 1024,
+                f.l2_bytes >> 20, f.hbm_gbps);
+  return kExitOk;
+}
+
+}  // namespace
+
+MLAKIT_CLI_COMMAND(list, "list", "registered kernels, their arch and whether they run here",
+                   "usage: mlakit list\n\nLists every registered kernel with its registry key, "
+                   "variant, dtype, required arch and whether it can run on this machine.",
+                   run_list, {});
+MLAKIT_CLI_COMMAND(devices, "devices", "the live device(s) and the table of known chips",
+                   "usage: mlakit devices\n\nPrints the facts of every visible CUDA device and the "
+                   "built-in table (H100, H200, B200, B300, RTX 5090).",
+                   run_devices, {});
+
+}  // namespace mlakit::cli
