@@ -28,8 +28,17 @@ enum class IndexPolicy {
   kReject,                 // checked mode: any index < -1 or >= num_slots is an error
 };
 
-// Multithreaded over tokens (num_threads = 0: hardware concurrency).
+// Multithreaded over tokens (num_threads = 0: hardware concurrency). Results do not depend on
+// num_threads. Fails (invalid_argument) on an invalid problem, a null pointer, or under kReject
+// an index that is neither -1 nor a slot: "sparse_indices[t=3, k=17] = 541568: expected -1 or a
+// slot in [0, 541568)".
 Status dsa_reference(const DsaProblem& problem, const DsaHostInputs& inputs, IndexPolicy policy,
                      DsaReferenceOutput* out, int num_threads = 0);
+
+// The checked mode on the host: ok when every index of [T, topk] is -1 or a slot in
+// [0, num_slots); else invalid_argument naming the first bad one (token t, position k, value) and
+// how many there are. `num_invalid` (optional) receives the count either way.
+Status dsa_check_indices_host(const DsaProblem& problem, const int32_t* indices,
+                              int64_t* num_invalid = nullptr);
 
 }  // namespace mlakit

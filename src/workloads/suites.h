@@ -13,7 +13,8 @@
 namespace mlakit {
 
 struct DsaWorkload {
-  std::string name;            // "contest-07" / "serving-T128" / "edge-empty-row"
+  std::string name;            // "contest-07" / "serving-T128" / "edge-empty-T1"
+  std::string uuid;            // the dataset's uuid (contest and trace workloads), else empty
   DsaProblem problem;
   float sm_scale = 0.1352337788608801f;
   std::vector<int32_t> indices;  // [T, topk]
@@ -25,11 +26,13 @@ struct DsaSuite {
   std::vector<DsaWorkload> workloads;
 };
 
-std::vector<std::string> dsa_suite_names();
+std::vector<std::string> dsa_suite_names();  // "dsa-contest", "dsa-serving", "dsa-edge"
+// Same (name, seed): the same indices; another seed: other indices of the same structure.
+// Unknown name: not_found listing the known ones.
 Status make_dsa_suite(const std::string& name, uint64_t seed, DsaSuite* out);
 
 // One synthetic workload for `mlakit run`: every row `valid` leading top-k picks clustered by
-// page (valid < 0: topk), the rest -1.
+// page (valid < 0: topk), the rest -1. Fails when valid > topk or valid > num_slots.
 Status make_dsa_workload(const DsaProblem& problem, int valid, uint64_t seed, DsaWorkload* out);
 
 // Counts of valid entries (0 <= idx < num_slots) per row.

@@ -1,0 +1,90 @@
+// Suite dispatch, dsa-serving, the one-off synthetic workload of `mlakit run`, and valid counts.
+#include "workloads/suites.h"
+
+#include <algorithm>
+
+#include "workloads/synth.h"
+
+namespace mlakit {
+
+namespace synth {
+
+namespace {
+
+// dsa-serving: every token of every workload gets its own pages. A full top-k row touches at
+// most ceil(2048 / 56) = 37 pages, so T = 256 needs at most 9472 distinct pages; 10240 pages
+// (655,360 slots: ckv 640 MiB + kpe 80 MiB) hold them with room to spare, and all serving
+// workloads share one cache shape.
+constexpr int kServingNumPages = 10240;
+constexpr int kServingTokens[] = {16, 32, 64, 128, 256};
+
+}  // namespace
+
+Status make_serving_suite(uint64_t seed, DsaSuite* out) {
+  out->name = "dsa-serving";
+  out->description =
+      "bandwidth-bound decode batches: T = 16, 32, 64, 128, 256, every row 2048 valid top-k picks "
+      "(about 60 of 64 slots per page), pages distinct across all tokens, 10240 pages of 64 slots";
+  out->workloads.clear();
+  for (int T : kServingTokens) {
+    DsaProblem p;
+    p.num_tokens = T;
+    p.num_pages = kServingNumPages;
+    p.page_size = 64;
+    p.topk = 2048;
+    DsaWorkload w = blank_workload("serving-T" + std::to_string(T), p);
+    MLAKIT_RETURN_IF_ERROR(synthesize_rows(&w, std::vector<int>(size_t(T), p.topk), RowShape::kTopk, seed));
+    out->workloads.push_back(std::move(w));
+  }
+  return Status::ok();
+}
+
+}  // namespace synth
+
+std::vector<std::string> dsa_suite_names() { return {"dsa-contest", "dsa-serving", "dsa-edge"}; }
+
+Status make_dsa_suite(const std::string& name, uint64_t seed, DsaSuite* out) {
+  if (out == nullptr) return Status::invalid_argument("make_dsa_suite: out is null");
+  if (name == "dsa-contest") return synth::make_contest_suite(seed, out);
+  if (name == "dsa-serving") return synth::make_serving_suite(seed, out);
+  if (name == "dsa-edge") return synth::make_edge_suite(seed, out);
+  std::string known;
+  for (const std::string& n : dsa_suite_names()) known += (known.empty() ? "" : ", ") + n;
+  return Status::not_found("unknown suite '" + name + "'; known suites: " + known);
+}
+
+Status make_dsa_workload(const DsaProblem& problem, int valid, uint64_t seed, DsaWorkload* out) {
+  if (out == nullptr) return Status::invalid_argument("make_dsa_workload: out is null");
+  MLAKIT_RETURN_IF_ERROR(problem.validate());
+  if (valid < 0) valid = problem.topk;
+  if (valid > problem.topk)
+    return Status::invalid_argument("valid: expected at most topk = " + std::to_string(problem.topk) +
+                                    ", got " + std::to_string(valid));
+  if (valid > problem.num_slots())
+    return Status::invalid_argument("valid: expected at most the cache's " + std::to_string(problem.num_slots()) +
+                                    " slots (num_pages * page_size), got " + std::to_string(valid));
+  const std::string name = "synthetic-T" + std::to_string(problem.num_tokens) + "-ps" +
+                           std::to_string(problem.page_size) + "-topk" + std::to_string(problem.topk) +
+                           "-v" + std::to_string(valid);
+  DsaWorkload w = synth::blank_workload(name, problem);
+  MLAKIT_RETURN_IF_ERROR(synth::synthesize_rows(&w, std::vector<int>(size_t(problem.num_tokens), valid),
+                                                synth::RowShape::kTopk, seed));
+  *out = std::move(w);
+  return Status::ok();
+}
+
+std::vector<int> valid_per_row(const DsaWorkload& w) {
+  const DsaProblem& p = w.problem;
+  std::vector<int> counts(size_t(std::max(0, p.num_tokens)), 0);
+  if (w.indices.size() < size_t(p.num_tokens) * size_t(std::max(0, p.topk))) return counts;
+  const int64_t num_slots = p.num_slots();
+  for (int t = 0; t < p.num_tokens; ++t) {
+    const int32_t* row = w.indices.data() + size_t(t) * size_t(p.topk);
+    int c = 0;
+    for (int k = 0; k < p.topk; ++k) c += (row[k] >= 0 && row[k] < num_slots);
+    counts[size_t(t)] = c;
+  }
+  return counts;
+}
+
+}  // namespace mlakit
