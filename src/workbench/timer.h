@@ -1,6 +1,14 @@
 // The one timing core (CLI, tuner, Python): cold L2 before every timed call, warm-up, median of
 // the GPU span of a call (first kernel start to last kernel end, gaps included) via CUPTI, with
 // a CUDA-event fallback whose host launch work is hidden behind a busy-wait kernel.
+//
+// One timed iteration enqueues, in stream order:
+//   [L2 flush kernel]  [busy-wait kernel]  <call: its kernels, memsets, copies>   then synchronizes.
+// The busy-wait spins long enough (several times the measured host cost of `call`) that every
+// launch of the call is queued before its first kernel starts: the span never contains host time.
+// CUPTI: the call is enqueued inside an external-correlation window (an id per iteration); only
+// device activities whose API correlation id maps to that window count, so the flush and the
+// busy-wait are never part of a span. docs/workbench.md has the details and the fallbacks.
 #pragma once
 
 #include <functional>
@@ -18,6 +26,7 @@ struct TimingConfig {
   int iters = 50;
   bool cold_l2 = true;       // write a buffer of 2x the L2 before every timed call
   enum class Method { kAuto, kCupti, kEvents } method = Method::kAuto;
+  std::string label;         // NVTX range name of each timed call in annotation mode ("" = "call")
 };
 
 struct TimingResult {
@@ -27,11 +36,27 @@ struct TimingResult {
   int sm_clock_mhz = 0;      // NVML, 0 when unavailable
   std::string throttle;      // NVML throttle reasons, "none" or a list; "" when unavailable
   std::vector<double> samples_us;
+  std::string note;          // why kAuto fell back to events, or "" (for logs, never an error)
+  double busy_wait_us = 0;   // the busy-wait that preceded every timed call
+  int kernels_per_call = 0;  // device activities in one call's span (CUPTI only; median)
 };
 
 // One call = whatever `call` enqueues on `stream` (one or more kernels).
 using GpuCall = std::function<Status(cudaStream_t)>;
+// Times `call` on the current device. Synchronizes `stream`; serialized process-wide (CUPTI's
+// activity state is global). kAuto = CUPTI when built with it and usable, else events; kCupti
+// fails rather than fall back. Never prints.
 Status time_gpu_call(const GpuCall& call, cudaStream_t stream, const TimingConfig& config,
                      TimingResult* result);
+
+// Median (mean of the middle two for even n), p10/p90 (linear interpolation between closest
+// ranks, as numpy's default) and mean of `samples`; all 0 for an empty vector.
+struct SampleStats {
+  double median = 0, p10 = 0, p90 = 0, mean = 0;
+};
+SampleStats summarize_samples(std::vector<double> samples);
+
+// Which span methods this build and process can use: "cupti+events" or "events (...reason)".
+std::string timer_capabilities();
 
 }  // namespace mlakit

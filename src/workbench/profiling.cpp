@@ -1,0 +1,241 @@
+// Profiling modes: NVTX annotation and re-execution under Nsight Compute.
+#include "workbench/profiling.h"
+
+#include <glob.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <nvtx3/nvToolsExt.h>
+
+extern char** environ;
+
+namespace mlakit {
+namespace {
+
+std::atomic<bool> g_nvtx_enabled{false};
+
+bool is_executable(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
+}
+
+std::string timestamp_for_file() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+Status parse_prof_mode(const std::string& text, ProfMode* out) {
+  if (text == "disabled") *out = ProfMode::kDisabled;
+  else if (text == "annotation") *out = ProfMode::kAnnotation;
+  else if (text == "ncu") *out = ProfMode::kNcu;
+  else
+    return Status::invalid_argument("--prof: expected disabled, annotation or ncu, got '" + text + "'");
+  return Status::ok();
+}
+
+const char* prof_mode_name(ProfMode mode) {
+  switch (mode) {
+    case ProfMode::kDisabled: return "disabled";
+    case ProfMode::kAnnotation: return "annotation";
+    case ProfMode::kNcu: return "ncu";
+  }
+  return "disabled";
+}
+
+void set_nvtx_enabled(bool enabled) { g_nvtx_enabled.store(enabled, std::memory_order_relaxed); }
+bool nvtx_enabled() { return g_nvtx_enabled.load(std::memory_order_relaxed); }
+
+ScopedNvtxRange::ScopedNvtxRange(const std::string& name) {
+  if (!nvtx_enabled()) return;
+  nvtxRangePushA(name.c_str());
+  active_ = true;
+}
+
+ScopedNvtxRange::~ScopedNvtxRange() {
+  if (active_) nvtxRangePop();
+}
+
+Status find_ncu(std::string* path) {
+  std::vector<std::string> searched;
+  if (const char* env_path = std::getenv("PATH")) {
+    std::string p = env_path;
+    size_t start = 0;
+    while (start <= p.size()) {
+      const size_t end = std::min(p.find(':', start), p.size());
+      const std::string dir = p.substr(start, end - start);
+      if (!dir.empty() && is_executable(dir + "/ncu")) {
+        *path = dir + "/ncu";
+        return Status::ok();
+      }
+      start = end + 1;
+    }
+    searched.push_back("$PATH");
+  }
+  const std::string toolkit = "/usr/local/cuda/bin/ncu";
+  if (is_executable(toolkit)) {
+    *path = toolkit;
+    return Status::ok();
+  }
+  searched.push_back(toolkit);
+  const std::string pattern = "/opt/nvidia/nsight-compute/*/ncu";
+  glob_t g{};
+  std::vector<std::string> found;
+  if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i)
+      if (is_executable(g.gl_pathv[i])) found.push_back(g.gl_pathv[i]);
+  globfree(&g);
+  if (!found.empty()) {
+    std::sort(found.begin(), found.end());  // version folders: the last is the newest
+    *path = found.back();
+    return Status::ok();
+  }
+  searched.push_back(pattern);
+  std::string where;
+  for (const auto& s : searched) where += (where.empty() ? "" : ", ") + s;
+  return Status::not_found("Nsight Compute (ncu) not found (searched " + where +
+                           "); install Nsight Compute or put ncu on PATH");
+}
+
+std::vector<std::string> strip_prof_args(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (i > 0 && argv[i] == "--prof") {
+      ++i;  // and its value
+      continue;
+    }
+    if (i > 0 && argv[i].rfind("--prof=", 0) == 0) continue;
+    out.push_back(argv[i]);
+  }
+  return out;
+}
+
+std::vector<std::string> ncu_command_line(const std::string& ncu_path,
+                                          const std::vector<std::string>& argv,
+                                          const NcuOptions& options) {
+  std::vector<std::string> cmd = {ncu_path,
+                                  "--clock-control", "none",
+                                  "--kernel-name", "regex:" + options.kernel_regex,
+                                  "--launch-skip", std::to_string(options.launch_skip),
+                                  "--launch-count", std::to_string(options.launch_count),
+                                  "-f", "-o", options.report_path};
+  cmd.insert(cmd.end(), options.extra_args.begin(), options.extra_args.end());
+  const std::vector<std::string> app = strip_prof_args(argv);
+  cmd.insert(cmd.end(), app.begin(), app.end());
+  return cmd;
+}
+
+Status current_command_line(std::vector<std::string>* argv) {
+  argv->clear();
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  if (!f) return Status::io_error("cannot read /proc/self/cmdline");
+  const std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t start = 0;
+  while (start < all.size()) {
+    const size_t end = all.find('\0', start);
+    argv->push_back(all.substr(start, (end == std::string::npos ? all.size() : end) - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (argv->empty()) return Status::io_error("/proc/self/cmdline is empty");
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) (*argv)[0] = exe.string();
+  return Status::ok();
+}
+
+int reexec_under_ncu(const NcuOptions& options) {
+  std::vector<std::string> argv;
+  const Status st = current_command_line(&argv);
+  if (!st) {
+    std::fprintf(stderr, "mlakit: --prof ncu: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  return reexec_under_ncu(argv, options);
+}
+
+int reexec_under_ncu(const std::vector<std::string>& argv, const NcuOptions& options) {
+  std::string ncu;
+  if (Status st = find_ncu(&ncu); !st) {
+    std::fprintf(stderr, "mlakit: --prof ncu: %s\n", st.message().c_str());
+    return 1;
+  }
+  NcuOptions opt = options;
+  if (opt.report_path.empty()) {
+    const std::string command = argv.size() > 1 ? argv[1] : "mlakit";
+    opt.report_path = "out/prof/" + command + "-" + timestamp_for_file();
+  }
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::path(opt.report_path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) {
+    std::fprintf(stderr, "mlakit: --prof ncu: cannot create report folder %s: %s\n",
+                 parent.c_str(), ec.message().c_str());
+    return 1;
+  }
+  const std::vector<std::string> cmd = ncu_command_line(ncu, argv, opt);
+  std::string shown;
+  for (const auto& a : cmd) shown += (shown.empty() ? "" : " ") + a;
+  std::printf("[prof] %s\n", shown.c_str());
+  std::fflush(stdout);
+
+  std::vector<char*> cargv;
+  for (const auto& a : cmd) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  // The child knows it runs under ncu (the timer then falls back from CUPTI to events quietly).
+  std::vector<std::string> env_store = {"MLAKIT_PROFILED_BY=ncu"};
+  for (char** e = environ; e && *e; ++e)
+    if (std::string(*e).rfind("MLAKIT_PROFILED_BY=", 0) != 0) env_store.push_back(*e);
+  std::vector<char*> cenv;
+  for (auto& e : env_store) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, ncu.c_str(), nullptr, nullptr, cargv.data(), cenv.data());
+  if (rc != 0) {
+    std::fprintf(stderr, "mlakit: --prof ncu: cannot start %s: %s\n", ncu.c_str(), std::strerror(rc));
+    return 1;
+  }
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0) {
+    if (errno != EINTR) {
+      std::fprintf(stderr, "mlakit: --prof ncu: waitpid: %s\n", std::strerror(errno));
+      return 1;
+    }
+  }
+  const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 1;
+  const std::string report =
+      ends_with(opt.report_path, ".ncu-rep") ? opt.report_path : opt.report_path + ".ncu-rep";
+  if (std::filesystem::exists(report, ec))
+    std::printf("[prof] ncu report: %s (open with ncu-ui, or: ncu --import %s --page details)\n",
+                report.c_str(), report.c_str());
+  else
+    std::fprintf(stderr,
+                 "mlakit: --prof ncu: ncu exited with %d and wrote no report at %s; check that "
+                 "the kernel filter regex:%s matches a kernel the command launches\n",
+                 code, report.c_str(), opt.kernel_regex.c_str());
+  return code;
+}
+
+}  // namespace mlakit

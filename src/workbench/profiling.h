@@ -1,0 +1,70 @@
+// Profiling modes of the run/bench commands (--prof disabled|annotation|ncu):
+//   disabled    nothing extra
+//   annotation  NVTX ranges around workloads, tilings and timed calls (for Nsight Systems, or
+//               ncu's --nvtx filters); ScopedNvtxRange is a no-op in every other mode
+//   ncu         the command re-executes itself under Nsight Compute with --prof removed:
+//               ncu --clock-control none --kernel-name regex:<filter> --launch-skip N
+//                   --launch-count M -f -o <report> <the same command line>
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mlakit/status.h"
+
+namespace mlakit {
+
+enum class ProfMode { kDisabled, kAnnotation, kNcu };
+
+// "disabled" | "annotation" | "ncu"; anything else is kInvalidArgument naming the choices.
+Status parse_prof_mode(const std::string& text, ProfMode* out);
+const char* prof_mode_name(ProfMode mode);
+
+// Process-wide switch for ScopedNvtxRange (off by default; thread-safe).
+void set_nvtx_enabled(bool enabled);
+bool nvtx_enabled();
+
+// Pushes an NVTX range on construction and pops it on destruction when annotation is enabled.
+class ScopedNvtxRange {
+ public:
+  explicit ScopedNvtxRange(const std::string& name);
+  ~ScopedNvtxRange();
+  ScopedNvtxRange(const ScopedNvtxRange&) = delete;
+  ScopedNvtxRange& operator=(const ScopedNvtxRange&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
+struct NcuOptions {
+  std::string kernel_regex = ".*";   // --kernel-name regex:<this>
+  int launch_skip = 0;               // kernels matching the filter to skip first
+  int launch_count = 1;              // kernels to profile after them
+  std::string report_path;           // "" = out/prof/<command>-<YYYYmmdd-HHMMSS> (.ncu-rep added)
+  std::vector<std::string> extra_args;  // passed to ncu before the command ("--set", "full")
+};
+
+// Finds ncu: $PATH, /usr/local/cuda/bin/ncu, /opt/nvidia/nsight-compute/*/ncu. kNotFound with a
+// message naming the places searched when absent.
+Status find_ncu(std::string* path);
+
+// `argv` without "--prof ncu" / "--prof=ncu" (and without any other --prof value).
+std::vector<std::string> strip_prof_args(const std::vector<std::string>& argv);
+
+// The full ncu command line for `argv` (argv[0] = the program); pure, for tests and messages.
+std::vector<std::string> ncu_command_line(const std::string& ncu_path,
+                                          const std::vector<std::string>& argv,
+                                          const NcuOptions& options);
+
+// This process's command line (from /proc/self/cmdline; argv[0] replaced by /proc/self/exe so
+// the re-executed program is this exact binary).
+Status current_command_line(std::vector<std::string>* argv);
+
+// Runs this command again under ncu (child process, inherits stdout/stderr) with --prof removed,
+// waits, and prints where the report went (or why nothing ran: ncu missing, report dir not
+// writable). Returns the exit code for the CLI: ncu's, 1 when ncu failed to start.
+int reexec_under_ncu(const NcuOptions& options);
+// Same, with an explicit command line (argv[0] = the program).
+int reexec_under_ncu(const std::vector<std::string>& argv, const NcuOptions& options);
+
+}  // namespace mlakit

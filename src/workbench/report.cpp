@@ -1,0 +1,395 @@
+// Benchmark records: JSON lines, CSV, the text table and the plot script runner.
+#include "workbench/report.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <tuple>
+
+#include "io/file.h"
+
+extern char** environ;
+
+namespace mlakit {
+namespace {
+
+// Figures are written with a fixed number of decimals: the shortest round-trip form of
+// 12.300000000000001 is noise in a report.
+double round_to(double x, int decimals) {
+  if (!std::isfinite(x)) return x;
+  const double scale = std::pow(10.0, decimals);
+  return std::round(x * scale) / scale;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `command` through the shell; its stdout, trailing newline removed; "" on failure.
+std::string capture(const std::string& command, int* exit_code) {
+  *exit_code = -1;
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  const int rc = pclose(p);
+  *exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+std::string exe_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string num(double x, int decimals) {
+  if (!std::isfinite(x)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return buf;
+}
+
+std::string sci(double x) {
+  if (!std::isfinite(x)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3e", x);
+  return buf;
+}
+
+}  // namespace
+
+std::string git_revision() {
+  static std::once_flag once;
+  static std::string revision = "unknown";
+  std::call_once(once, [] {
+    std::vector<std::string> dirs;
+    if (std::string d = exe_dir(); !d.empty()) dirs.push_back(d);
+    dirs.push_back(".");
+    for (const std::string& d : dirs) {
+      int rc = 0;
+      const std::string git = "git -C " + shell_quote(d) + " ";
+      const std::string rev = capture(git + "rev-parse --short HEAD 2>/dev/null", &rc);
+      if (rc != 0 || rev.empty()) continue;
+      const std::string changes =
+          capture(git + "status --porcelain --untracked-files=no 2>/dev/null", &rc);
+      revision = rev + (rc == 0 && !changes.empty() ? "+dirty" : "");
+      return;
+    }
+  });
+  return revision;
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void apply_roofline(const DsaCost& cost, double ceiling_gbps, BenchRecord* r) {
+  r->bytes = cost.gathered_bytes;
+  r->flops = cost.flops;
+  r->ceiling_gbps = ceiling_gbps > 0 ? ceiling_gbps : 0;
+  if (r->median_us > 0) {
+    r->gbps = cost.gathered_bytes / (r->median_us * 1e3);
+    r->tflops = cost.flops / (r->median_us * 1e6);
+  } else {
+    r->gbps = r->tflops = 0;
+  }
+  r->pct_of_ceiling = r->ceiling_gbps > 0 ? 100.0 * r->gbps / r->ceiling_gbps : 0;
+}
+
+BenchRecord make_bench_record(const std::string& suite, const DsaWorkload& w,
+                              const std::string& kernel_key, const DsaTiling& tiling,
+                              const DeviceFacts& device, const TimingResult& t, int iters,
+                              const VerifyResult* verify, double ceiling_gbps) {
+  BenchRecord r;
+  r.git = git_revision();
+  r.time = utc_timestamp();
+  r.kernel_key = kernel_key;
+  r.tiling = tiling.name();
+  r.suite = suite;
+  r.workload = w.name;
+  r.shape = w.problem.to_string();
+  r.num_tokens = w.problem.num_tokens;
+  r.device = device.name;
+  r.sm_clock_mhz = t.sm_clock_mhz;
+  r.throttle = t.throttle;
+  r.method = t.method;
+  r.iters = iters;
+  r.median_us = t.median_us;
+  r.p10_us = t.p10_us;
+  r.p90_us = t.p90_us;
+  r.mean_us = t.mean_us;
+  r.host_us = t.host_us;
+  if (verify) {
+    r.verify_ran = true;
+    r.verified = verify->ok();
+    r.max_abs_err_output = verify->output.max_abs_err;
+    r.max_abs_err_lse = verify->lse.max_abs_err;
+  }
+  apply_roofline(dsa_cost(w.problem, valid_per_row(w)), ceiling_gbps, &r);
+  return r;
+}
+
+json::Value to_json(const BenchRecord& r) {
+  json::Value v = json::Value::object();
+  v.set("git", r.git)
+      .set("time", r.time)
+      .set("kernel", r.kernel_key)
+      .set("tiling", r.tiling)
+      .set("suite", r.suite)
+      .set("workload", r.workload)
+      .set("shape", r.shape)
+      .set("T", r.num_tokens)
+      .set("device", r.device)
+      .set("sm_clock_mhz", r.sm_clock_mhz)
+      .set("throttle", r.throttle)
+      .set("method", r.method)
+      .set("iters", r.iters)
+      .set("median_us", round_to(r.median_us, 3))
+      .set("p10_us", round_to(r.p10_us, 3))
+      .set("p90_us", round_to(r.p90_us, 3))
+      .set("mean_us", round_to(r.mean_us, 3))
+      .set("host_us", round_to(r.host_us, 3))
+      .set("bytes", r.bytes)
+      .set("flops", r.flops)
+      .set("gbps", round_to(r.gbps, 1))
+      .set("tflops", round_to(r.tflops, 3))
+      .set("ceiling_gbps", round_to(r.ceiling_gbps, 1))
+      .set("pct_of_ceiling", round_to(r.pct_of_ceiling, 2));
+  if (r.verify_ran) {
+    v.set("verified", r.verified)
+        .set("max_abs_err_output", r.max_abs_err_output)
+        .set("max_abs_err_lse", r.max_abs_err_lse);
+  } else {
+    v.set("verified", nullptr).set("max_abs_err_output", nullptr).set("max_abs_err_lse", nullptr);
+  }
+  return v;
+}
+
+Status from_json(const json::Value& v, BenchRecord* r, const std::string& where) {
+  *r = BenchRecord{};
+  if (!v.is_object()) return Status::invalid_argument(where + ": expected an object, got " + json::describe(v));
+  auto str = [&](const char* key, std::string* dst) -> Status {
+    const json::Value* m = v.find(key);
+    if (!m || m->is_null()) return Status::ok();
+    return json::get_string(v, key, dst, where);
+  };
+  auto dbl = [&](const char* key, double* dst) -> Status {
+    const json::Value* m = v.find(key);
+    if (!m || m->is_null()) return Status::ok();
+    return json::get_number(v, key, dst, where);
+  };
+  auto integer = [&](const char* key, int* dst) -> Status {
+    const json::Value* m = v.find(key);
+    if (!m || m->is_null()) return Status::ok();
+    int64_t x = 0;
+    MLAKIT_RETURN_IF_ERROR(json::get_int(v, key, &x, where));
+    *dst = int(x);
+    return Status::ok();
+  };
+  for (Status st : {str("git", &r->git), str("time", &r->time), str("kernel", &r->kernel_key),
+                    str("tiling", &r->tiling), str("suite", &r->suite), str("workload", &r->workload),
+                    str("shape", &r->shape), integer("T", &r->num_tokens), str("device", &r->device),
+                    integer("sm_clock_mhz", &r->sm_clock_mhz), str("throttle", &r->throttle),
+                    str("method", &r->method), integer("iters", &r->iters),
+                    dbl("median_us", &r->median_us), dbl("p10_us", &r->p10_us),
+                    dbl("p90_us", &r->p90_us), dbl("mean_us", &r->mean_us),
+                    dbl("host_us", &r->host_us), dbl("bytes", &r->bytes), dbl("flops", &r->flops),
+                    dbl("gbps", &r->gbps), dbl("tflops", &r->tflops),
+                    dbl("ceiling_gbps", &r->ceiling_gbps), dbl("pct_of_ceiling", &r->pct_of_ceiling),
+                    dbl("max_abs_err_output", &r->max_abs_err_output),
+                    dbl("max_abs_err_lse", &r->max_abs_err_lse)})
+    MLAKIT_RETURN_IF_ERROR(st);
+  if (const json::Value* m = v.find("verified"); m && !m->is_null()) {
+    MLAKIT_RETURN_IF_ERROR(json::get_bool(v, "verified", &r->verified, where));
+    r->verify_ran = true;
+  }
+  return Status::ok();
+}
+
+std::string csv_header() {
+  return "git,time,kernel,tiling,suite,workload,shape,T,device,sm_clock_mhz,throttle,method,iters,"
+         "median_us,p10_us,p90_us,mean_us,host_us,bytes,flops,gbps,tflops,ceiling_gbps,"
+         "pct_of_ceiling,verified,max_abs_err_output,max_abs_err_lse";
+}
+
+std::string to_csv_row(const BenchRecord& r) {
+  std::vector<std::string> f = {
+      r.git, r.time, r.kernel_key, r.tiling, r.suite, r.workload, r.shape,
+      std::to_string(r.num_tokens), r.device, std::to_string(r.sm_clock_mhz), r.throttle, r.method,
+      std::to_string(r.iters), num(r.median_us, 3), num(r.p10_us, 3), num(r.p90_us, 3),
+      num(r.mean_us, 3), num(r.host_us, 3), num(r.bytes, 0), num(r.flops, 0), num(r.gbps, 1),
+      num(r.tflops, 3), num(r.ceiling_gbps, 1), num(r.pct_of_ceiling, 2),
+      r.verify_ran ? (r.verified ? "true" : "false") : "",
+      r.verify_ran ? sci(r.max_abs_err_output) : "", r.verify_ran ? sci(r.max_abs_err_lse) : ""};
+  std::string row;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (i) row += ',';
+    row += csv_field(f[i]);
+  }
+  return row;
+}
+
+Status append_bench_records(const std::string& out_dir, const std::vector<BenchRecord>& records) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return Status::io_error("cannot create output folder " + out_dir + ": " + ec.message());
+  const std::string jsonl = io::join_path(out_dir, "bench.jsonl");
+  const std::string csv = io::join_path(out_dir, "bench.csv");
+  std::string csv_text;
+  if (io::file_exists(csv)) {
+    std::string existing;
+    MLAKIT_RETURN_IF_ERROR(io::read_file(csv, &existing));
+    const std::string first = existing.substr(0, existing.find('\n'));
+    if (!existing.empty() && first != csv_header())
+      return Status::io_error(csv + " has other columns than this mlakit writes (an older "
+                              "version?); move it away to start a new one");
+    if (existing.empty()) csv_text = csv_header() + "\n";
+  } else {
+    csv_text = csv_header() + "\n";
+  }
+  std::string lines;
+  for (const BenchRecord& r : records) {
+    lines += to_json(r).dump() + "\n";
+    csv_text += to_csv_row(r) + "\n";
+  }
+  MLAKIT_RETURN_IF_ERROR(io::append_file(jsonl, lines));
+  return io::append_file(csv, csv_text);
+}
+
+Status read_bench_jsonl(const std::string& path, std::vector<BenchRecord>* records) {
+  records->clear();
+  std::vector<json::Value> values;
+  MLAKIT_RETURN_IF_ERROR(json::parse_lines_file(path, &values));
+  for (size_t i = 0; i < values.size(); ++i) {
+    BenchRecord r;
+    MLAKIT_RETURN_IF_ERROR(from_json(values[i], &r, path + ": record " + std::to_string(i + 1)));
+    records->push_back(std::move(r));
+  }
+  return Status::ok();
+}
+
+std::vector<BenchRecord> latest_records(const std::vector<BenchRecord>& records) {
+  using Key = std::tuple<std::string, std::string, std::string, std::string, std::string>;
+  std::map<Key, size_t> slot;
+  std::vector<BenchRecord> out;
+  for (const BenchRecord& r : records) {
+    const Key k{r.device, r.kernel_key, r.tiling, r.suite, r.workload};
+    auto it = slot.find(k);
+    if (it == slot.end()) {
+      slot[k] = out.size();
+      out.push_back(r);
+    } else {
+      out[it->second] = r;
+    }
+  }
+  return out;
+}
+
+std::string format_bench_table(const std::vector<BenchRecord>& records) {
+  std::ostringstream os;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-14s %-30s %-12s %4s %9s %9s %9s %8s %6s %6s %-6s %-8s %s\n",
+                "workload", "kernel", "tiling", "T", "span_us", "p90_us", "host_us", "GB/s", "%ceil",
+                "MHz", "check", "git", "device");
+  os << line;
+  for (const BenchRecord& r : records) {
+    const std::string check = r.verify_ran ? (r.verified ? "ok" : "FAIL") : "-";
+    const std::string pct = r.ceiling_gbps > 0 ? num(r.pct_of_ceiling, 1) : "-";
+    const std::string mhz = r.sm_clock_mhz > 0 ? std::to_string(r.sm_clock_mhz) : "-";
+    std::snprintf(line, sizeof line, "%-14s %-30s %-12s %4d %9.2f %9.2f %9.2f %8.0f %6s %6s %-6s %-8s %s%s\n",
+                  r.workload.c_str(), r.kernel_key.c_str(), r.tiling.c_str(), r.num_tokens,
+                  r.median_us, r.p90_us, r.host_us, r.gbps, pct.c_str(), mhz.c_str(), check.c_str(),
+                  r.git.c_str(), r.device.c_str(),
+                  r.throttle.empty() || r.throttle == "none" ? "" : (" [throttle: " + r.throttle + "]").c_str());
+    os << line;
+  }
+  // Mean span per (kernel, tiling, suite): the contest's figure of merit for a suite.
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<double, int>> sums;
+  for (const BenchRecord& r : records) {
+    auto& s = sums[{r.kernel_key, r.tiling, r.suite}];
+    s.first += r.median_us;
+    s.second += 1;
+  }
+  for (const auto& [k, s] : sums) {
+    const auto& [kernel, tiling, suite] = k;
+    std::snprintf(line, sizeof line, "mean span %-30s %-12s %-14s %3d workloads: %.2f us\n",
+                  kernel.c_str(), tiling.c_str(), suite.empty() ? "-" : suite.c_str(), s.second,
+                  s.first / s.second);
+    os << line;
+  }
+  return os.str();
+}
+
+Status find_plot_script(std::string* path) {
+  std::vector<std::string> candidates;
+  if (const char* src = std::getenv("MLAKIT_SOURCE_DIR"); src && *src)
+    candidates.push_back(std::string(src) + "/scripts/plot_report.py");
+  if (std::string d = exe_dir(); !d.empty()) {
+    candidates.push_back(d + "/../scripts/plot_report.py");
+    candidates.push_back(d + "/../../scripts/plot_report.py");
+  }
+  candidates.push_back("scripts/plot_report.py");
+  for (const std::string& c : candidates)
+    if (io::file_exists(c)) {
+      *path = std::filesystem::path(c).lexically_normal().string();
+      return Status::ok();
+    }
+  std::string where;
+  for (const std::string& c : candidates) where += (where.empty() ? "" : ", ") + c;
+  return Status::not_found("scripts/plot_report.py not found (looked at " + where +
+                           "); set MLAKIT_SOURCE_DIR to the mlakit source folder");
+}
+
+Status render_report_png(const std::string& jsonl_path, const std::string& png_path) {
+  std::string script;
+  MLAKIT_RETURN_IF_ERROR(find_plot_script(&script));
+  std::vector<std::string> args = {"python3", script, "--in", jsonl_path, "--png", png_path};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, "python3", nullptr, nullptr, argv.data(), environ);
+  if (rc != 0)
+    return Status::not_found(std::string("python3 not found on PATH (") + std::strerror(rc) +
+                             "): the picture needs python3 with matplotlib");
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0)
+    if (errno != EINTR) return Status::io_error(std::string("waitpid: ") + std::strerror(errno));
+  const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+  if (code == 0) return Status::ok();
+  if (code == 127) return Status::not_found("python3 not found on PATH: the picture needs python3 with matplotlib");
+  // plot_report.py exits 3 when matplotlib cannot be imported.
+  if (code == 3)
+    return Status::not_found("matplotlib is not installed for python3 (python3 -m pip install "
+                             "matplotlib); the table above has the same numbers");
+  return Status::io_error(script + " failed with exit code " + std::to_string(code));
+}
+
+}  // namespace mlakit

@@ -1,0 +1,85 @@
+// Benchmark records: one per (kernel, tiling, workload) timing, appended as a JSON line to
+// <out>/bench.jsonl and a row to <out>/bench.csv; read back by `mlakit report`, which prints a
+// table and draws scripts/plot_report.py's picture (latency bars, bandwidth vs the copy ceiling).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/json.h"
+#include "mlakit/device.h"
+#include "mlakit/status.h"
+#include "plan/dsa_cost.h"
+#include "workbench/session.h"
+#include "workbench/timer.h"
+
+namespace mlakit {
+
+struct BenchRecord {
+  std::string git;          // short revision of the source tree ("+dirty" when modified), "unknown"
+  std::string time;         // UTC, ISO 8601
+  std::string kernel_key;   // "dsa_decode.v1_splitk.bf16"
+  std::string tiling;       // "s16n64x2m4"
+  std::string suite;        // "dsa-contest", "trace DIR", "" for one shape
+  std::string workload;     // "contest-07"
+  std::string shape;        // DsaProblem::to_string()
+  int num_tokens = 0;
+  std::string device;       // "NVIDIA H200"
+  int sm_clock_mhz = 0;     // 0 = unknown
+  std::string throttle;     // "none", a list, or "" = unknown
+  std::string method;       // "cupti" / "events"
+  int iters = 0;
+  double median_us = 0, p10_us = 0, p90_us = 0, mean_us = 0;
+  double host_us = 0;       // host time of one call
+  double bytes = 0;         // gathered bytes per call (DsaCost::gathered_bytes)
+  double flops = 0;
+  double gbps = 0;          // bytes / median span
+  double tflops = 0;        // flops / median span
+  double ceiling_gbps = 0;  // measured copy ceiling (0 = unknown)
+  double pct_of_ceiling = 0;
+  bool verify_ran = false;
+  bool verified = false;             // verification ran and passed
+  double max_abs_err_output = 0;     // meaningful when verify_ran
+  double max_abs_err_lse = 0;
+};
+
+// The short git revision of the tree this binary was built from, "unknown" when git or the
+// repository is not there. Runs git once per process (from the executable's folder, then cwd).
+std::string git_revision();
+// Now, UTC, ISO 8601: "2026-11-21T10:04:05Z".
+std::string utc_timestamp();
+
+// Everything a record holds, from the parts a bench run has. `verify` may be null (not run);
+// `ceiling_gbps` <= 0 leaves the % of ceiling at 0.
+BenchRecord make_bench_record(const std::string& suite, const DsaWorkload& workload,
+                              const std::string& kernel_key, const DsaTiling& tiling,
+                              const DeviceFacts& device, const TimingResult& timing, int iters,
+                              const VerifyResult* verify, double ceiling_gbps);
+// GB/s, TFLOP/s and % of ceiling from the cost and the record's median.
+void apply_roofline(const DsaCost& cost, double ceiling_gbps, BenchRecord* record);
+
+json::Value to_json(const BenchRecord& r);
+// Reads a record; unknown keys are ignored, missing ones keep their defaults, a wrong type fails.
+Status from_json(const json::Value& v, BenchRecord* r, const std::string& where = "record");
+std::string csv_header();           // no newline
+std::string to_csv_row(const BenchRecord& r);  // no newline; RFC 4180 quoting
+
+// Appends to <out_dir>/bench.jsonl and <out_dir>/bench.csv (created with a header when new;
+// kIoError when an existing CSV has another header). Creates out_dir.
+Status append_bench_records(const std::string& out_dir, const std::vector<BenchRecord>& records);
+Status read_bench_jsonl(const std::string& path, std::vector<BenchRecord>* records);
+
+// The newest record per (device, kernel, tiling, suite, workload), in order of first appearance.
+std::vector<BenchRecord> latest_records(const std::vector<BenchRecord>& records);
+// A fixed-width text table of `records` (what `mlakit report` prints).
+std::string format_bench_table(const std::vector<BenchRecord>& records);
+
+// Finds scripts/plot_report.py: $MLAKIT_SOURCE_DIR/scripts, next to the executable (../scripts,
+// ../../scripts), ./scripts.
+Status find_plot_script(std::string* path);
+// Runs `python3 plot_report.py --in JSONL --png PNG`. kNotFound when python3 or matplotlib is
+// missing (the message says what to install), kIoError when the script failed.
+Status render_report_png(const std::string& jsonl_path, const std::string& png_path);
+
+}  // namespace mlakit

@@ -1,0 +1,458 @@
+// The tuner cache (buckets, paths, file round trip, corrupt files, the dispatch lookup) and the
+// tuner's CPU-side helpers (tiling enumeration, bucket grouping, dry runs).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "runtime/registry.h"
+#include "runtime/tune_cache.h"
+#include "workbench/tuner.h"
+
+namespace mlakit {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the system temp dir, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("mlakit-tune-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+// Sets an environment variable for the scope; restores the previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+}
+
+DsaProblem problem_with_tokens(int t) {
+  DsaProblem p;
+  p.num_tokens = t;
+  p.num_pages = 8462;
+  return p;
+}
+
+TuneEntry entry(const std::string& device, const std::string& bucket, const DsaTiling& t, double us) {
+  TuneEntry e;
+  e.device = device;
+  e.kernel_key = "dsa_decode.v1_splitk.bf16";
+  e.bucket = bucket;
+  e.tiling = t;
+  e.median_us = us;
+  e.default_us = us + 1;
+  e.suite = "dsa-contest";
+  e.seed = 7;
+  e.workloads = 3;
+  e.git = "abc1234";
+  e.updated = "2026-11-21T10:00:00Z";
+  return e;
+}
+
+// --- buckets and paths --------------------------------------------------------------------------
+
+TEST(TuneBucket, TokensRoundUpToPowersOfTwo) {
+  EXPECT_EQ(dsa_bucket_tokens(0), 1);
+  EXPECT_EQ(dsa_bucket_tokens(1), 1);
+  EXPECT_EQ(dsa_bucket_tokens(2), 2);
+  EXPECT_EQ(dsa_bucket_tokens(3), 4);
+  EXPECT_EQ(dsa_bucket_tokens(4), 4);
+  EXPECT_EQ(dsa_bucket_tokens(5), 8);
+  EXPECT_EQ(dsa_bucket_tokens(8), 8);
+  EXPECT_EQ(dsa_bucket_tokens(9), 16);
+  EXPECT_EQ(dsa_bucket_tokens(129), 256);
+}
+
+TEST(TuneBucket, NamesEveryFieldThatChangesTheWinnerButNotNumPages) {
+  DsaProblem p = problem_with_tokens(3);
+  EXPECT_EQ(dsa_shape_bucket(p), "T4.h16.ckv512.kpe64.ps64.k2048");
+  DsaProblem q = problem_with_tokens(4);
+  q.num_pages = 17;
+  EXPECT_EQ(dsa_shape_bucket(q), dsa_shape_bucket(p));
+  q.page_size = 1;
+  EXPECT_EQ(dsa_shape_bucket(q), "T4.h16.ckv512.kpe64.ps1.k2048");
+  DsaProblem r = problem_with_tokens(5);
+  r.topk = 512;
+  r.num_heads = 8;
+  EXPECT_EQ(dsa_shape_bucket(r), "T8.h8.ckv512.kpe64.ps64.k512");
+}
+
+TEST(TuneCachePath, EnvironmentPrecedence) {
+  {
+    ScopedEnv a("MLAKIT_CACHE_DIR", "/x/cache");
+    ScopedEnv b("XDG_CACHE_HOME", "/y");
+    EXPECT_EQ(user_cache_dir(), "/x/cache");
+    EXPECT_EQ(default_tune_cache_path(), "/x/cache/tune.json");
+  }
+  {
+    ScopedEnv a("MLAKIT_CACHE_DIR", "");  // empty counts as unset
+    ScopedEnv b("XDG_CACHE_HOME", "/y");
+    EXPECT_EQ(user_cache_dir(), "/y/mlakit");
+  }
+  {
+    ScopedEnv a("MLAKIT_CACHE_DIR", nullptr);
+    ScopedEnv b("XDG_CACHE_HOME", nullptr);
+    ScopedEnv c("HOME", "/home/someone");
+    EXPECT_EQ(default_tune_cache_path(), "/home/someone/.cache/mlakit/tune.json");
+  }
+}
+
+// --- the file -----------------------------------------------------------------------------------
+
+TEST(TuneCacheFile, SaveLoadRoundTrip) {
+  TempDir dir;
+  const std::string path = dir.file("sub/folder/tune.json");  // folders are created
+  TuneCache c;
+  c.put(entry("NVIDIA H200", "T1.h16.ckv512.kpe64.ps64.k2048", {32, 64, 2, 4}, 10.5));
+  c.put(entry("NVIDIA H200", "T8.h16.ckv512.kpe64.ps64.k2048", {8, 64, 3, 8}, 14.25));
+  c.put(entry("NVIDIA H100 80GB HBM3", "T8.h16.ckv512.kpe64.ps64.k2048", {16, 64, 1, 4}, 16));
+  ASSERT_TRUE(c.save(path).is_ok());
+
+  TuneCache d;
+  ASSERT_TRUE(d.load(path).is_ok());
+  ASSERT_EQ(d.entries().size(), 3u);
+  const TuneEntry* e = d.find("NVIDIA H200", "dsa_decode.v1_splitk.bf16", "T8.h16.ckv512.kpe64.ps64.k2048");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->tiling, (DsaTiling{8, 64, 3, 8}));
+  EXPECT_DOUBLE_EQ(e->median_us, 14.25);
+  EXPECT_DOUBLE_EQ(e->default_us, 15.25);
+  EXPECT_EQ(e->suite, "dsa-contest");
+  EXPECT_EQ(e->seed, 7u);
+  EXPECT_EQ(e->workloads, 3);
+  EXPECT_EQ(e->git, "abc1234");
+  EXPECT_EQ(e->updated, "2026-11-21T10:00:00Z");
+  EXPECT_EQ(d.find("NVIDIA H200", "dsa_decode.other.bf16", "T8.h16.ckv512.kpe64.ps64.k2048"), nullptr);
+  EXPECT_EQ(d.dump(), c.dump());
+}
+
+TEST(TuneCacheFile, PutReplacesTheSameKeyAndEraseRemovesIt) {
+  TuneCache c;
+  const std::string b = "T2.h16.ckv512.kpe64.ps64.k2048";
+  c.put(entry("NVIDIA H200", b, {16, 64, 2, 4}, 12));
+  c.put(entry("NVIDIA H200", b, {32, 64, 2, 4}, 11));
+  ASSERT_EQ(c.entries().size(), 1u);
+  EXPECT_EQ(c.entries()[0].tiling.num_splits, 32);
+  EXPECT_TRUE(c.erase("NVIDIA H200", "dsa_decode.v1_splitk.bf16", b));
+  EXPECT_FALSE(c.erase("NVIDIA H200", "dsa_decode.v1_splitk.bf16", b));
+  EXPECT_TRUE(c.entries().empty());
+}
+
+TEST(TuneCacheFile, MissingFileIsAnEmptyCache) {
+  TempDir dir;
+  TuneCache c;
+  EXPECT_TRUE(c.load(dir.file("absent.json")).is_ok());
+  EXPECT_TRUE(c.entries().empty());
+}
+
+TEST(TuneCacheFile, CorruptFilesGiveAClearError) {
+  TempDir dir;
+  const std::string good_entry =
+      R"({"device":"NVIDIA H200","kernel":"k","bucket":"b","tiling":"s16n64x2m4","median_us":12})";
+  const struct {
+    const char* what;
+    std::string text;
+    const char* expect;  // a fragment of the message
+  } cases[] = {
+      {"not JSON", "{\"format\": \"mlakit.tune\", ", "line 1"},
+      {"truncated", "", "line 1"},
+      {"an array", "[]", "expected a JSON object"},
+      {"another format", R"({"format":"other","version":1,"entries":[]})", "format: expected \"mlakit.tune\""},
+      {"a newer version", R"({"format":"mlakit.tune","version":2,"entries":[]})", "reads version 1, got 2"},
+      {"entries not a list", R"({"format":"mlakit.tune","version":1,"entries":{}})", "entries: expected an array"},
+      {"bad tiling", R"({"format":"mlakit.tune","version":1,"entries":[{"device":"d","kernel":"k","bucket":"b","tiling":"fast","median_us":1}]})",
+       "entries[0].tiling"},
+      {"missing key", R"({"format":"mlakit.tune","version":1,"entries":[{"device":"d","kernel":"k","tiling":"s1n64x1m4","median_us":1}]})",
+       "bucket"},
+      {"wrong type", R"({"format":"mlakit.tune","version":1,"entries":[)" + good_entry.substr(0, good_entry.size() - 1) +
+                         R"(,"seed":"seven"}]})",
+       "seed"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = dir.file("tune.json");
+    write_text(path, c.text);
+    TuneCache cache;
+    const Status st = cache.load(path);
+    EXPECT_EQ(st.code(), Code::kIoError) << c.what;
+    EXPECT_NE(st.message().find(path), std::string::npos) << c.what << ": " << st.message();
+    EXPECT_NE(st.message().find("corrupt"), std::string::npos) << c.what << ": " << st.message();
+    EXPECT_NE(st.message().find(c.expect), std::string::npos) << c.what << ": " << st.message();
+    EXPECT_TRUE(cache.entries().empty()) << c.what;
+  }
+}
+
+// --- the dispatch lookup ------------------------------------------------------------------------
+
+class TunedTilingTest : public ::testing::Test {
+ protected:
+  void TearDown() override { set_tune_cache_path(""); }
+  TempDir dir_;
+};
+
+TEST_F(TunedTilingTest, FindsTheEntryOfTheProblemsBucket) {
+  const std::string path = dir_.file("tune.json");
+  TuneCache c;
+  c.put(entry("NVIDIA H200", "T8.h16.ckv512.kpe64.ps64.k2048", {8, 64, 3, 8}, 14));
+  ASSERT_TRUE(c.save(path).is_ok());
+  set_tune_cache_path(path);
+  EXPECT_EQ(tune_cache_path(), path);
+
+  DsaTiling t;
+  ASSERT_TRUE(tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(5), &t).is_ok());
+  EXPECT_EQ(t, (DsaTiling{8, 64, 3, 8}));
+  // Another bucket, device or kernel: kNotFound with the key in the message.
+  Status st = tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(4), &t);
+  EXPECT_EQ(st.code(), Code::kNotFound);
+  EXPECT_NE(st.message().find("T4.h16"), std::string::npos) << st.message();
+  EXPECT_EQ(tuned_tiling("NVIDIA H100", "dsa_decode.v1_splitk.bf16", problem_with_tokens(8), &t).code(),
+            Code::kNotFound);
+  EXPECT_EQ(tuned_tiling("NVIDIA H200", "dsa_decode.other", problem_with_tokens(8), &t).code(), Code::kNotFound);
+}
+
+TEST_F(TunedTilingTest, LoadsOnceUntilToldToReload) {
+  const std::string path = dir_.file("tune.json");
+  TuneCache c;
+  c.put(entry("NVIDIA H200", "T1.h16.ckv512.kpe64.ps64.k2048", {32, 64, 2, 4}, 9));
+  ASSERT_TRUE(c.save(path).is_ok());
+  set_tune_cache_path(path);
+  DsaTiling t;
+  ASSERT_TRUE(tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t).is_ok());
+  EXPECT_EQ(t.num_splits, 32);
+
+  c.put(entry("NVIDIA H200", "T1.h16.ckv512.kpe64.ps64.k2048", {16, 64, 2, 4}, 8));
+  ASSERT_TRUE(c.save(path).is_ok());
+  ASSERT_TRUE(tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t).is_ok());
+  EXPECT_EQ(t.num_splits, 32) << "the file is read once per process";
+  reload_tune_cache();
+  ASSERT_TRUE(tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t).is_ok());
+  EXPECT_EQ(t.num_splits, 16);
+}
+
+TEST_F(TunedTilingTest, MissingFileIsNotFound) {
+  set_tune_cache_path(dir_.file("none.json"));
+  DsaTiling t;
+  const Status st = tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t);
+  EXPECT_EQ(st.code(), Code::kNotFound);
+  EXPECT_NE(st.message().find("none.json"), std::string::npos) << st.message();
+}
+
+TEST_F(TunedTilingTest, CorruptFileIsAClearErrorAndLeavesTheTilingAlone) {
+  // dsa_plan turns any non-ok answer into the kernel's built-in default: the tiling it passed
+  // in must come back untouched, and the status must say what is wrong with which file.
+  const std::string path = dir_.file("tune.json");
+  write_text(path, "{\"format\": \"mlakit.tune\", \"version\": 1, \"entries\": [ oops");
+  set_tune_cache_path(path);
+  DsaTiling t{4, 64, 2, 4};
+  const Status st = tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t);
+  EXPECT_EQ(st.code(), Code::kIoError);
+  EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("corrupt"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("built-in tilings are used"), std::string::npos) << st.message();
+  EXPECT_EQ(t, (DsaTiling{4, 64, 2, 4}));
+}
+
+TEST_F(TunedTilingTest, ConcurrentLookupsAgree) {
+  const std::string path = dir_.file("tune.json");
+  TuneCache c;
+  for (int t = 1; t <= 256; t *= 2)
+    c.put(entry("NVIDIA H200", dsa_shape_bucket(problem_with_tokens(t)), {t, 64, 2, 4}, 10));
+  ASSERT_TRUE(c.save(path).is_ok());
+  set_tune_cache_path(path);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 8; ++k)
+    threads.emplace_back([&, k] {
+      for (int i = 0; i < 200; ++i) {
+        const int t = 1 << ((i + k) % 9);
+        DsaTiling out;
+        if (!tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(t), &out).is_ok() ||
+            out.num_splits != t)
+          ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+// --- tuner helpers (a test double kernel; no GPU) -----------------------------------------------
+
+class FakeKernel : public DsaKernel {
+ public:
+  FakeKernel() {
+    info_.key = "dsa_decode.fake.bf16";
+    info_.op = "dsa_decode";
+    info_.variant = "fake";
+    info_.dtype = "bf16";
+    info_.description = "a test double";
+  }
+  const KernelInfo& info() const override { return info_; }
+  std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
+    std::vector<DsaTiling> out;
+    for (int s = 1; s <= 32; s *= 2)
+      for (int stages : {1, 2}) out.push_back({s, 64, stages, 4});
+    if (p.num_tokens >= 4) out.push_back({64, 64, 1, 4});  // only in the larger problems' space
+    return out;
+  }
+  DsaTiling default_tiling(const DsaProblem&, const DeviceFacts&) const override { return {4, 64, 2, 4}; }
+  Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts&) const override {
+    if (t.num_splits * p.num_tokens > 64)
+      return Status::unsupported("grid of " + std::to_string(t.num_splits * p.num_tokens) +
+                                 " CTAs exceeds this double's 64");
+    if (t.num_splits == 1 && t.stages == 2) return Status::unsupported("one split needs one stage here");
+    return Status::ok();
+  }
+  size_t workspace_bytes(const DsaProblem&, const DsaTiling&) const override { return 0; }
+  std::string explain(const DsaProblem&, const DsaTiling&) const override { return ""; }
+  Status launch(const DsaProblem&, const DsaTiling&, const DsaTensors&, void*, cudaStream_t) const override {
+    return Status::unsupported("the test double does not launch");
+  }
+
+ private:
+  KernelInfo info_;
+};
+
+DeviceFacts h200() {
+  DeviceFacts d;
+  EXPECT_TRUE(find_known_device("h200", &d).is_ok());
+  return d;
+}
+
+TEST(TunerEnumerate, MergesSpacesDropsDuplicatesAndGivesReasons) {
+  FakeKernel k;
+  const std::vector<DsaProblem> problems = {problem_with_tokens(5), problem_with_tokens(8)};
+  const std::vector<TilingChoice> choices = enumerate_tilings(k, problems, h200());
+  ASSERT_EQ(choices.size(), 13u);  // 6 splits x 2 stages + s64 (once, though in both spaces)
+  int valid = 0;
+  for (const TilingChoice& c : choices) {
+    valid += c.valid();
+    if (c.tiling.num_splits == 1 && c.tiling.stages == 2) {
+      EXPECT_EQ(c.skip_reason, "T=5: one split needs one stage here");
+    }
+    if (c.tiling.num_splits == 16) {
+      // 16 x 5 = 80 > 64 fails on the first problem already.
+      EXPECT_EQ(c.skip_reason, "T=5: grid of 80 CTAs exceeds this double's 64");
+    }
+    if (c.tiling.num_splits == 8) {
+      // valid for T=5 (40) but not for T=8 (64 is fine, 8*8 = 64): valid.
+      EXPECT_TRUE(c.valid()) << c.skip_reason;
+    }
+  }
+  EXPECT_EQ(valid, 7);  // s1x1, s2x1, s2x2, s4x1, s4x2, s8x1, s8x2
+}
+
+TEST(TunerEnumerate, SameTokensGiveBareReasons) {
+  FakeKernel k;
+  const auto choices = enumerate_tilings(k, {problem_with_tokens(2), problem_with_tokens(2)}, h200());
+  for (const TilingChoice& c : choices)
+    if (c.tiling.num_splits == 1 && c.tiling.stages == 2) EXPECT_EQ(c.skip_reason, "one split needs one stage here");
+}
+
+TEST(TunerGroups, GroupsByBucketInOrderOfFirstAppearance) {
+  std::vector<DsaWorkload> ws;
+  for (int t : {1, 3, 4, 2, 8, 5, 1}) {
+    DsaWorkload w;
+    w.name = "w" + std::to_string(ws.size());
+    w.problem = problem_with_tokens(t);
+    ws.push_back(w);
+  }
+  const auto groups = group_by_bucket(ws);
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_EQ(groups[0].bucket, "T1.h16.ckv512.kpe64.ps64.k2048");
+  EXPECT_EQ(groups[0].workloads, (std::vector<size_t>{0, 6}));
+  EXPECT_EQ(groups[1].bucket, "T4.h16.ckv512.kpe64.ps64.k2048");
+  EXPECT_EQ(groups[1].workloads, (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(groups[2].workloads, (std::vector<size_t>{3}));
+  EXPECT_EQ(groups[3].workloads, (std::vector<size_t>{4, 5}));
+}
+
+TEST(TunerDryRun, EnumeratesTheContestSuiteAndWritesNothing) {
+  TempDir dir;
+  FakeKernel k;
+  TuneOptions o;
+  o.dry_run = true;
+  o.device = h200();
+  o.cache_path = dir.file("tune.json");
+  std::vector<std::string> lines;
+  o.log = [&](const std::string& l) { lines.push_back(l); };
+  TuneReport r;
+  ASSERT_TRUE(tune_dsa(k, o, &r).is_ok());
+  EXPECT_FALSE(fs::exists(o.cache_path));
+  ASSERT_FALSE(r.buckets.empty());
+  size_t workloads = 0;
+  bool saw_skip_line = false;
+  for (const auto& b : r.buckets) {
+    workloads += b.workloads.size();
+    EXPECT_FALSE(b.candidates.empty()) << b.bucket;
+    EXPECT_FALSE(b.has_winner);
+  }
+  for (const auto& l : lines) saw_skip_line |= l.find("  skip s1n64x2m4: ") == 0;
+  EXPECT_EQ(workloads, 23u);  // every contest workload lands in exactly one bucket
+  EXPECT_TRUE(saw_skip_line);
+}
+
+TEST(TunerRun, RefusesToOverwriteACorruptCache) {
+  TempDir dir;
+  FakeKernel k;
+  TuneOptions o;
+  o.device = h200();
+  o.cache_path = dir.file("tune.json");
+  write_text(o.cache_path, "not json");
+  TuneReport r;
+  const Status st = tune_dsa(k, o, &r);
+  EXPECT_EQ(st.code(), Code::kIoError);
+  EXPECT_NE(st.message().find("corrupt"), std::string::npos) << st.message();
+  std::ifstream f(o.cache_path);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "not json");
+}
+
+TEST(TunerRun, UnknownSuiteIsNotFound) {
+  FakeKernel k;
+  TuneOptions o;
+  o.dry_run = true;
+  o.device = h200();
+  o.suite = "no-such-suite";
+  TuneReport r;
+  EXPECT_FALSE(tune_dsa(k, o, &r).is_ok());
+}
+
+}  // namespace
+}  // namespace mlakit
