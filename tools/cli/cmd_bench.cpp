@@ -8,6 +8,9 @@
 #include "common.h"
 #include "io/trace.h"
 #include "plan/dsa_cost.h"
+#include "workbench/ceiling.h"
+#include "workbench/profiling.h"
+#include "workbench/report.h"
 #include "workbench/session.h"
 
 namespace mlakit::cli {
@@ -23,11 +26,15 @@ struct SuiteOptions {
   bool time = true;
   bool explain = false;
   TimingConfig timing;
+  ProfMode prof = ProfMode::kDisabled;
+  std::string out_dir = "out";  // bench.jsonl + bench.csv are appended here ("" = none)
 };
 
 struct Totals {
   int workloads = 0, failed = 0, errors = 0;
   double span_sum_us = 0;
+  double ceiling_gbps = 0;  // measured copy ceiling, 0 = unknown
+  std::vector<BenchRecord> records;
 };
 
 std::string short_result(const VerifyResult& v) {
@@ -52,15 +59,16 @@ Status choose_tiling(const SuiteOptions& o, const DsaWorkload& w, DsaTiling* til
 
 void print_gpu_header(bool time) {
   if (time)
-    std::printf("%-12s %3s %6s %-12s %9s %9s %9s %8s %9s %9s %s\n", "workload", "T", "slots", "tiling",
-                "span_us", "p90_us", "host_us", "GB/s", "err_out", "err_lse", "check");
+    std::printf("%-12s %3s %6s %-12s %9s %9s %9s %8s %6s %9s %9s %s\n", "workload", "T", "slots",
+                "tiling", "span_us", "p90_us", "host_us", "GB/s", "%ceil", "err_out", "err_lse", "check");
   else
     std::printf("%-12s %3s %6s %-12s %9s %9s %s\n", "workload", "T", "slots", "tiling", "err_out",
                 "err_lse", "check");
 }
 
 // Verifies (and times) one workload on the GPU; prints one table row.
-void run_gpu_workload(const SuiteOptions& o, DsaSession& session, const DsaWorkload& w, Totals* totals) {
+void run_gpu_workload(const SuiteOptions& o, const std::string& title, const DeviceFacts& facts,
+                      DsaSession& session, const DsaWorkload& w, Totals* totals) {
   ++totals->workloads;
   DsaTiling tiling;
   Status s = session.prepare(w);
@@ -69,7 +77,9 @@ void run_gpu_workload(const SuiteOptions& o, DsaSession& session, const DsaWorkl
   VerifyResult v;
   if (s.is_ok() && o.verify) s = session.verify(*o.kernel, tiling, &v);
   TimingResult t;
-  if (s.is_ok() && o.time) s = session.time(*o.kernel, tiling, o.timing, &t);
+  TimingConfig timing = o.timing;
+  timing.label = w.name;  // the NVTX range of each timed call under --prof annotation
+  if (s.is_ok() && o.time) s = session.time(*o.kernel, tiling, timing, &t);
   if (!s.is_ok()) {
     ++totals->errors;
     std::printf("%-12s %3d %6lld error: %s\n", w.name.c_str(), w.problem.num_tokens,
@@ -85,10 +95,12 @@ void run_gpu_workload(const SuiteOptions& o, DsaSession& session, const DsaWorkl
   }
   if (o.time) {
     totals->span_sum_us += t.median_us;
-    const double gbps = t.median_us > 0 ? cost.gathered_bytes / (t.median_us * 1e3) : 0;
-    std::printf("%-12s %3d %6lld %-12s %9.2f %9.2f %9.2f %8.0f %9s %9s %s\n", w.name.c_str(),
+    BenchRecord rec = make_bench_record(title, w, o.kernel->info().key, tiling, facts, t, o.timing.iters,
+                                        o.verify ? &v : nullptr, totals->ceiling_gbps);
+    totals->records.push_back(rec);
+    std::printf("%-12s %3d %6lld %-12s %9.2f %9.2f %9.2f %8.0f %6.1f %9s %9s %s\n", w.name.c_str(),
                 w.problem.num_tokens, (long long)cost.valid_slots, tiling.name().c_str(), t.median_us,
-                t.p90_us, t.host_us, gbps, err_out, err_lse, check.c_str());
+                t.p90_us, t.host_us, rec.gbps, rec.pct_of_ceiling, err_out, err_lse, check.c_str());
   } else {
     std::printf("%-12s %3d %6lld %-12s %9s %9s %s\n", w.name.c_str(), w.problem.num_tokens,
                 (long long)cost.valid_slots, tiling.name().c_str(), err_out, err_lse, check.c_str());
@@ -141,11 +153,30 @@ int run_workloads(const SuiteOptions& o, const std::string& title, const std::ve
   std::printf("%s on %s, kernel %s%s\n", title.c_str(), facts.describe().c_str(), o.kernel->info().key.c_str(),
               o.time ? " (span = median GPU time of one call, cold L2)" : "");
   Totals totals;
+  if (o.prof == ProfMode::kAnnotation) set_nvtx_enabled(true);
+  if (o.time) {
+    int device = 0;
+    cudaGetDevice(&device);
+    CopyCeiling ceiling;
+    if (Status c = copy_ceiling(device, &ceiling); c.is_ok()) {
+      totals.ceiling_gbps = ceiling.gbps;
+      std::printf("copy ceiling %.0f GB/s (%s); GB/s = gathered rows / span\n", ceiling.gbps,
+                  ceiling.from_cache ? "cached" : "measured now");
+    } else {
+      std::printf("copy ceiling unknown: %s\n", c.to_string().c_str());
+    }
+  }
   for (int k = 0; k < o.seeds; ++k) {
     if (o.seeds > 1) std::printf("-- seed %llu\n", (unsigned long long)(o.seed + k));
     print_gpu_header(o.time);
     DsaSession session(o.seed + k);
-    for (const DsaWorkload& w : workloads) run_gpu_workload(o, session, w, &totals);
+    for (const DsaWorkload& w : workloads) run_gpu_workload(o, title, facts, session, w, &totals);
+  }
+  if (!totals.records.empty() && !o.out_dir.empty()) {
+    if (Status r = append_bench_records(o.out_dir, totals.records); r.is_ok())
+      std::printf("results appended to %s/bench.jsonl and %s/bench.csv\n", o.out_dir.c_str(), o.out_dir.c_str());
+    else
+      std::printf("results not written: %s\n", r.to_string().c_str());
   }
   if (o.time && totals.workloads > totals.errors)
     std::printf("mean span over %d workloads: %.2f us\n", totals.workloads - totals.errors,
@@ -163,15 +194,30 @@ bool read_common(Args& args, SuiteOptions* o, const std::string& positional_kern
   o->timing.warmup = int(args.get_int("warmup", 10, 0, 100000));
   o->timing.iters = int(args.get_int("iters", 50, 1, 100000));
   o->explain = args.has("explain");
+  o->out_dir = args.get_or("out", "out");
+  if (Status s = parse_prof_mode(args.get_or("prof", "disabled"), &o->prof); !s.is_ok()) args.error("--prof: " + s.message());
   return args.ok();
 }
 
-const std::set<std::string> kCommonOptions = {"kernel", "tiling", "seed", "seeds", "warmup", "iters", "explain"};
+const std::set<std::string> kCommonOptions = {"kernel", "tiling", "seed", "seeds", "warmup", "iters", "explain",
+                                              "out", "prof", "prof-kernel", "prof-skip", "prof-count"};
+
+// --prof ncu: the same command again under Nsight Compute (before any CUDA work here).
+int reexec_ncu(Args& args) {
+  NcuOptions n;
+  n.kernel_regex = args.get_or("prof-kernel", "dsa_");
+  n.launch_skip = int(args.get_int("prof-skip", 0, 0, 1 << 20));
+  n.launch_count = int(args.get_int("prof-count", 2, 1, 1 << 20));
+  return reexec_under_ncu(n);
+}
 
 Status load_suite_or_trace(Args& args, uint64_t seed, std::string* title, std::vector<DsaWorkload>* out) {
   if (auto dir = args.get("trace")) {
+    io::DsaTraceOptions opts;
+    opts.seed = seed;
+    if (auto def = args.get("definition")) opts.definition = *def;
     DsaSuite suite;
-    MLAKIT_RETURN_IF_ERROR(load_dsa_trace(*dir, seed, &suite));
+    MLAKIT_RETURN_IF_ERROR(io::load_dsa_trace(*dir, opts, &suite));
     *title = "trace " + *dir;
     *out = std::move(suite.workloads);
     return Status::ok();
@@ -189,10 +235,11 @@ int suite_command(Args& args, bool time, const char* usage) {
   o.time = time;
   o.verify = !args.has("no-verify");
   std::set<std::string> known = kCommonOptions;
-  known.insert({"suite", "trace", "no-verify"});
+  known.insert({"suite", "trace", "definition", "no-verify"});
   read_common(args, &o, "");
   args.reject_unknown(known);
   if (!args.ok()) return args.fail_usage(usage);
+  if (o.prof == ProfMode::kNcu) return reexec_ncu(args);
   std::string title;
   std::vector<DsaWorkload> workloads;
   if (Status s = load_suite_or_trace(args, o.seed, &title, &workloads); !s.is_ok()) {
@@ -203,12 +250,15 @@ int suite_command(Args& args, bool time, const char* usage) {
 }
 
 const char* kBenchUsage =
-    "usage: mlakit bench [--suite NAME | --trace DIR] [--kernel KEY] [--tiling NAME] [--seed S]\n"
-    "                    [--warmup N] [--iters N] [--no-verify] [--explain]\n\n"
+    "usage: mlakit bench [--suite NAME | --trace DIR [--definition NAME]] [--kernel KEY]\n"
+    "                    [--tiling NAME] [--seed S] [--warmup N] [--iters N] [--no-verify] [--explain]\n\n"
     "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge) or of a\n"
     "FlashInfer-Trace dataset directory. Span = median GPU time of one call over --iters calls\n"
     "(cold L2 before each), host = host time of one call. Without an sm_90a GPU, runs the CPU\n"
-    "reference on the workloads instead.";
+    "reference on the workloads instead.""\n\nProfiling: --prof disabled|annotation|ncu. annotation wraps each timed call in an NVTX range\n"
+    "named after the workload; ncu re-runs the command under Nsight Compute (--clock-control none)\n"
+    "with --prof-kernel REGEX (default dsa_), --prof-skip N, --prof-count N (default 2) and prints\n"
+    "where the report went. Results are appended to --out DIR (default out/) as JSON lines and CSV.";
 const char* kVerifyUsage =
     "usage: mlakit verify [--suite NAME | --trace DIR] [--kernel KEY] [--tiling NAME] [--seed S]\n"
     "                     [--seeds N] [--explain]\n\n"
@@ -225,7 +275,10 @@ const char* kRunUsage =
     "                  [--iters N]\n\n"
     "Runs one synthetic shape: T tokens, each row V valid top-k picks (default: topk) clustered by\n"
     "page, the rest -1. --check verifies against the CPU reference; --no-time skips timing (for\n"
-    "compute-sanitizer); --explain prints the plan.";
+    "compute-sanitizer); --explain prints the plan.""\n\nProfiling: --prof disabled|annotation|ncu. annotation wraps each timed call in an NVTX range\n"
+    "named after the workload; ncu re-runs the command under Nsight Compute (--clock-control none)\n"
+    "with --prof-kernel REGEX (default dsa_), --prof-skip N, --prof-count N (default 2) and prints\n"
+    "where the report went. Results are appended to --out DIR (default out/) as JSON lines and CSV.";
 
 int run_run(Args& args) {
   SuiteOptions o;
@@ -247,6 +300,7 @@ int run_run(Args& args) {
   p.num_pages = int(args.get_int("num-pages", std::min<long long>(pages_needed, 1 << 20), 1, 1 << 24));
   args.reject_unknown(known);
   if (!args.ok()) return args.fail_usage(kRunUsage);
+  if (o.prof == ProfMode::kNcu) return reexec_ncu(args);
   DsaWorkload w;
   if (Status s = make_dsa_workload(p, valid, o.seed, &w); !s.is_ok()) {
     std::fprintf(stderr, "mlakit: %s\n", s.to_string().c_str());
