@@ -28,6 +28,8 @@ struct Case {
   std::string kernel;
   std::string suite;
 };
+// A readable parameter in test names (ctest lists "GetParam() = <this>").
+void PrintTo(const Case& c, std::ostream* os) { *os << c.suite; }
 
 class DsaSuiteTest : public ::testing::TestWithParam<Case> {};
 

@@ -16,6 +16,11 @@ __device__ __forceinline__ void ldmatrix_x4(const void* smem_row, uint32_t (&r)[
                                 r[2], r[3]);
 }
 
+// Two 8x8 bf16 matrices; lanes 0-15 supply the row addresses.
+__device__ __forceinline__ void ldmatrix_x2(const void* smem_row, uint32_t& r0, uint32_t& r1) {
+  cute::SM75_U32x2_LDSM_N::copy(*reinterpret_cast<const cute::uint128_t*>(smem_row), r0, r1);
+}
+
 // Same, each matrix transposed on the way into registers (B operands stored K-major in rows).
 __device__ __forceinline__ void ldmatrix_x4_trans(const void* smem_row, uint32_t (&r)[4]) {
   cute::SM75_U16x8_LDSM_T::copy(*reinterpret_cast<const cute::uint128_t*>(smem_row), r[0], r[1],

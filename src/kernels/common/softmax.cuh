@@ -14,7 +14,12 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-__device__ __forceinline__ float fast_exp2(float x) { return exp2f(x); }
+// 2^x with the SFU's approximation (2 ulp); ex2(-inf) = +0, which masking relies on.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 // The row maximum used as the exponent origin: -inf (no valid slot yet) maps to 0 so that
 // exp2(-inf - origin) = 0 and no inf - inf = NaN appears.

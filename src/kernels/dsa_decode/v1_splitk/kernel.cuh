@@ -6,9 +6,11 @@
 // accumulates O = P V in fp32 registers. One split writes bf16 output + lse directly; several
 // write unnormalised (O, m, l) partials that dsa_merge_kernel combines (grid = tokens x head groups).
 //   blockIdx.x = token, blockIdx.y = split; 8 warps, no producer/consumer roles:
-//   QK: warp w owns the 8 slots [8w, 8w+8) of a 64-slot tile; PV: warp w owns dims [64w, 64w+64).
-//   Shared memory (traits.h, SmemPlan): Q 18.7 KB | Stages x 64 gathered rows x 1168 B | P 2.3 KB |
-//   compacted slots 8 KB | reduction scratch 1 KB.
+//   QK: warp w owns slot group w % 2 (32 slots) over k-quarter w / 2 (144 dims), Q fragments in
+//   registers, partial sums meet in smem; softmax: warp w owns slots [8w, 8w+8) of the 64-slot
+//   tile; PV: warp w owns dims [64w, 64w+64). Every warp also gathers rows w, w+8, ... .
+//   Shared memory (traits.h, SmemPlan): Q 18.7 KB (then reused for partial S) | Stages x 64
+//   gathered rows x 1168 B | P 2.3 KB | compacted slots 8 KB | reduction scratch 1 KB.
 // Devlog: docs/kernels/dsa_decode_v1_splitk.md
 #pragma once
 
@@ -67,65 +69,99 @@ __device__ int compact_valid_slots(const Params& p, Smem& s, int t, int begin, i
   return total;
 }
 
-// Q of token t (16 heads x (512 | 64)) into smem; joins the caller's cp.async group.
+// Copies one 576-wide row (512 | 64, two tensors) into smem with the lanes of one warp: lane L
+// moves 16-byte chunks L and L + 32 of the 1 KB latent and, for L < 8, chunk L of the rope part.
+// Each warp instruction covers 512 contiguous bytes.
+__device__ __forceinline__ void copy_row(uint16_t* dst, const uint16_t* nope, const uint16_t* pe,
+                                         bool valid) {
+  const int lane = threadIdx.x % 32;
+  cp_async_16(dst + lane * 8, nope + lane * 8, valid);
+  cp_async_16(dst + 256 + lane * 8, nope + 256 + lane * 8, valid);
+  if (lane < kDimR / 8) cp_async_16(dst + kDimV + lane * 8, pe + lane * 8, valid);
+}
+
+// Q of token t (16 heads x (512 | 64)) into smem, two heads per warp; joins the caller's group.
 template <class Smem>
 __device__ void load_q(const Params& p, Smem& s, int t) {
   const auto* q_nope = static_cast<const uint16_t*>(p.q_nope) + int64_t(t) * p.q_nope_stride_t;
   const auto* q_pe = static_cast<const uint16_t*>(p.q_pe) + int64_t(t) * p.q_pe_stride_t;
-  for (int c = threadIdx.x; c < kHeads * kChunksPerRow; c += kThreads) {
-    const int h = c / kChunksPerRow, ch = c % kChunksPerRow;
-    const uint16_t* src = ch < kDimV / 8 ? q_nope + h * p.q_nope_stride_h + ch * 8
-                                         : q_pe + h * p.q_pe_stride_h + (ch - kDimV / 8) * 8;
-    cp_async_16(s.q + h * kKvPitch + ch * 8, src, true);
-  }
+  for (int h = threadIdx.x / 32; h < kHeads; h += kWarps)
+    copy_row(s.q + h * kKvPitch, q_nope + h * p.q_nope_stride_h, q_pe + h * p.q_pe_stride_h, true);
 }
 
-// Gathers the rows of compacted slots [tile * 64, tile * 64 + 64) into ring stage `dst`; rows past
-// n_valid are zero-filled (their P is 0, and 0 * garbage could be NaN).
+// Gathers the rows of compacted slots [tile * 64, tile * 64 + 64) into ring stage `dst`, warp w
+// taking rows w, w + 8, ...; rows past n_valid are zero-filled (their P is 0, and 0 * garbage
+// could be NaN).
 __device__ void gather_rows(const Params& p, const int32_t* slots, int tile, int n_valid,
                             uint16_t* dst) {
   const auto* ckv = static_cast<const uint16_t*>(p.ckv);
   const auto* kpe = static_cast<const uint16_t*>(p.kpe);
   const int row0 = tile * kBlockN;
-#pragma unroll 2
-  for (int c = threadIdx.x; c < kBlockN * kChunksPerRow; c += kThreads) {
-    const int r = c / kChunksPerRow, ch = c % kChunksPerRow;
+#pragma unroll
+  for (int r = threadIdx.x / 32; r < kBlockN; r += kWarps) {
     const bool valid = row0 + r < n_valid;
     const int64_t slot = valid ? slots[row0 + r] : 0;
-    const uint16_t* src = ch < kDimV / 8 ? ckv + slot * p.ckv_stride + ch * 8
-                                         : kpe + slot * p.kpe_stride + (ch - kDimV / 8) * 8;
-    cp_async_16(dst + r * kKvPitch + ch * 8, src, valid);
+    copy_row(dst + r * kKvPitch, ckv + slot * p.ckv_stride, kpe + slot * p.kpe_stride, valid);
   }
 }
 
-// S[16 x 8] = Q K^T for this warp's 8 slots of the tile. Four accumulators break the MMA
-// dependency chain over the 36 k-steps; lane holds S[g][c], S[g][c+1], S[g+8][c], S[g+8][c+1].
-__device__ void qk_mma(const uint16_t* sq, const uint16_t* kv, float (&s_frag)[4]) {
+// This warp's Q fragments (A operands) for its k-quarter: 9 k16 steps x 4 registers, loaded once.
+__device__ void load_q_fragments(const uint16_t* sq, uint32_t (&qa)[kQkSteps][4]) {
+  const int lane = threadIdx.x % 32, quarter = threadIdx.x / 32 / kQkGroups;
+  const uint16_t* a_row = sq + (lane % 16) * kKvPitch + quarter * kQkSteps * 16 + (lane / 16) * 8;
+#pragma unroll
+  for (int k = 0; k < kQkSteps; ++k) ldmatrix_x4(a_row + k * 16, qa[k]);
+}
+
+// Partial S[16 x 32] = Q K^T over this warp's k-quarter for its 32-slot group, stored to
+// s_part[quarter]. Four n8 tiles give four independent MMA chains of 9 steps.
+template <class Smem>
+__device__ void qk_partial(Smem& s, const uint32_t (&qa)[kQkSteps][4], const uint16_t* kv) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const uint16_t* a_row = sq + (lane % 16) * kKvPitch + (lane / 16) * 8;
-  const uint16_t* b_row = kv + (warp * 8 + lane % 8) * kKvPitch + (lane / 8) * 8;
+  const int group = warp % kQkGroups, quarter = warp / kQkGroups;
+  const int k0 = quarter * kQkSteps * 16;
   float acc[4][4] = {};
 #pragma unroll
-  for (int k = 0; k < kDimK / 32; ++k) {  // two k16 steps per iteration
-    uint32_t b[4], a0[4], a1[4];
-    ldmatrix_x4(b_row + k * 32, b);
-    ldmatrix_x4(a_row + k * 32, a0);
-    ldmatrix_x4(a_row + k * 32 + 16, a1);
-    mma_bf16_16816(acc[(2 * k) % 4], a0, b[0], b[1]);
-    mma_bf16_16816(acc[(2 * k + 1) % 4], a1, b[2], b[3]);
-  }
+  for (int j = 0; j < 4; ++j) {
+    const uint16_t* b_row = kv + (group * 32 + j * 8 + lane % 8) * kKvPitch + k0 + (lane / 8) * 8;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) s_frag[i] = (acc[0][i] + acc[1][i]) + (acc[2][i] + acc[3][i]);
+    for (int k = 0; k + 1 < kQkSteps; k += 2) {  // two k16 steps per ldmatrix.x4
+      uint32_t b[4];
+      ldmatrix_x4(b_row + k * 16, b);
+      mma_bf16_16816(acc[j], qa[k], b[0], b[1]);
+      mma_bf16_16816(acc[j], qa[k + 1], b[2], b[3]);
+    }
+    uint32_t b0, b1;  // the odd ninth step
+    ldmatrix_x2(kv + (group * 32 + j * 8 + lane % 8) * kKvPitch + k0 + (kQkSteps - 1) * 16 +
+                    ((lane / 8) % 2) * 8, b0, b1);
+    mma_bf16_16816(acc[j], qa[kQkSteps - 1], b0, b1);
+  }
+  const int g = lane / 4;
+  float* out = s.s_part[quarter];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int col = group * 32 + j * 8 + 2 * (lane % 4);
+    *reinterpret_cast<float2*>(out + g * kSPitch + col) = make_float2(acc[j][0], acc[j][1]);
+    *reinterpret_cast<float2*>(out + (g + 8) * kSPitch + col) = make_float2(acc[j][2], acc[j][3]);
+  }
 }
 
-// Base-2 online softmax over one tile: masks slots past n_valid, updates the running max across
-// all warps (via smem), writes P = 2^(x - m) as bf16 for the PV MMA and returns the factor that
-// rescales the accumulators of each of the lane's two rows. Ends with a barrier (P complete).
+// Base-2 online softmax over one tile: sums the k-quarter partials of S (fixed order, so runs
+// are bitwise reproducible) for this warp's 8 slots, masks slots past n_valid, updates the running
+// max across all warps (via smem), writes P = 2^(x - m) as bf16 for the PV MMA and returns the
+// factor that rescales the accumulators of each of the lane's two rows. Ends with a barrier.
 template <class Smem>
-__device__ void online_softmax(Smem& s, const float (&s_frag)[4], int tile, int n_valid,
-                               float scale_log2, RowState& st, float (&alpha)[2]) {
+__device__ void online_softmax(Smem& s, int tile, int n_valid, float scale_log2, RowState& st,
+                               float (&alpha)[2]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
   const int col = warp * 8 + 2 * (lane % 4);
+  float s_frag[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int q = 0; q < kQkQuarters; ++q) {
+    const float2 top = *reinterpret_cast<const float2*>(s.s_part[q] + g * kSPitch + col);
+    const float2 bottom = *reinterpret_cast<const float2*>(s.s_part[q] + (g + 8) * kSPitch + col);
+    s_frag[0] += top.x, s_frag[1] += top.y, s_frag[2] += bottom.x, s_frag[3] += bottom.y;
+  }
   const bool v0 = tile * kBlockN + col < n_valid, v1 = tile * kBlockN + col + 1 < n_valid;
   float x[4] = {v0 ? s_frag[0] * scale_log2 : -INFINITY, v1 ? s_frag[1] * scale_log2 : -INFINITY,
                 v0 ? s_frag[2] * scale_log2 : -INFINITY, v1 ? s_frag[3] * scale_log2 : -INFINITY};
@@ -146,9 +182,9 @@ __device__ void online_softmax(Smem& s, const float (&s_frag)[4], int tile, int 
   for (int r = 0; r < 2; ++r) {
     const float m_new = fmaxf(st.m[r], tile_max[r]);
     const float origin = softmax_origin(m_new);
-    alpha[r] = exp2f(st.m[r] - origin);
-    pr[2 * r] = exp2f(x[2 * r] - origin);
-    pr[2 * r + 1] = exp2f(x[2 * r + 1] - origin);
+    alpha[r] = fast_exp2(st.m[r] - origin);
+    pr[2 * r] = fast_exp2(x[2 * r] - origin);
+    pr[2 * r + 1] = fast_exp2(x[2 * r + 1] - origin);
     st.l[r] = st.l[r] * alpha[r] + pr[2 * r] + pr[2 * r + 1];
     st.m[r] = m_new;
   }
@@ -280,13 +316,19 @@ __global__ void __launch_bounds__(kThreads, Stages == 1 ? 2 : 1)
   }
   RowState st;
   float o[8][4] = {};
+  uint32_t qa[kQkSteps][4];
   for (int tile = 0; tile < num_tiles; ++tile) {
     cp_async_wait<Stages - 1>();
     __syncthreads();
+    if (tile == 0) {  // Q arrived with tile 0; its smem becomes the partial-S buffer afterwards
+      load_q_fragments(s.q, qa);
+      __syncthreads();
+    }
     const uint16_t* kv = s.kv[tile % Stages];
-    float s_frag[4], alpha[2];
-    qk_mma(s.q, kv, s_frag);
-    online_softmax(s, s_frag, tile, n_valid, p.scale_log2, st, alpha);
+    float alpha[2];
+    qk_partial(s, qa, kv);
+    __syncthreads();  // all four k-quarters of S are in smem
+    online_softmax(s, tile, n_valid, p.scale_log2, st, alpha);
     pv_mma(s.p, kv, alpha, o);
     __syncthreads();  // stage and P are free again
     if (tile + Stages < num_tiles) gather_rows(p, s.slots, tile + Stages, n_valid, s.kv[tile % Stages]);

@@ -23,11 +23,22 @@ constexpr int kPPitch = kBlockN + kRowPad;    // bf16 elements per row of the P 
 constexpr int kIdxPerThread = 8;
 constexpr int kMaxSplitSlots = kThreads * kIdxPerThread;  // 2048
 constexpr int kChunksPerRow = kDimK * 2 / 16;             // 72 16-byte cp.async chunks per slot
+// QK partition: warp w owns slot group w % 2 (32 slots = 4 n8 tiles) and k-quarter w / 2
+// (144 dims = 9 k16 steps), keeping its Q fragments in registers; the four k-quarter partial
+// sums meet in smem. +8 floats per row: a 288-byte pitch spreads the float2 stores of 8 rows
+// over all banks (2 wavefronts, the minimum for 256 bytes).
+constexpr int kQkGroups = 2;
+constexpr int kQkQuarters = kWarps / kQkGroups;           // 4
+constexpr int kQkSteps = kDimK / 16 / kQkQuarters;        // 9 k16 steps per warp
+constexpr int kSPitch = kBlockN + 8;                      // floats per row of a partial S
 
 // Shared-memory plan; sizeof(SmemPlan<Stages>) is the dynamic shared memory of one CTA.
 template <int Stages>
 struct SmemPlan {
-  uint16_t q[kHeads * kKvPitch];                // Q tile, bf16 [16][576 + pad]
+  union {
+    uint16_t q[kHeads * kKvPitch];              // Q tile, bf16 [16][576 + pad], until in registers
+    float s_part[kQkQuarters][kHeads * kSPitch];  // QK partial sums per k-quarter, fp32
+  };
   uint16_t kv[Stages][kBlockN * kKvPitch];      // gathered rows, bf16 [stage][64][576 + pad]
   uint16_t p[kHeads * kPPitch];                 // softmax numerators, bf16 [16][64 + pad]
   int32_t slots[kMaxSplitSlots];                // the split's valid slots, compacted
