@@ -1,0 +1,123 @@
+"""The public calls of mlakit, kept thin: one C++ call per attention call on the common path.
+
+Route of ``dsa_sparse_attention``:
+
+* a plain ``torch.Tensor`` in eager mode goes straight to ``mlakit._C`` (validation, cached plan,
+  cached workspace and launch all happen there; the stream is PyTorch's current stream on the
+  inputs' device);
+* under ``torch.compile``, or for tensor subclasses (FakeTensor, functional tensors, ...), the call
+  goes through the registered ``torch.ops.mlakit`` operators so tracing sees an opaque op;
+* anything else (another DLPack producer, or garbage) goes to ``mlakit._C`` too, which accepts any
+  DLPack tensor and raises TypeError for what is none.
+"""
+
+from __future__ import annotations
+
+from . import _C
+
+try:
+    from . import _torch
+except (ImportError, OSError) as _error:  # no PyTorch, or one that cannot load
+    _torch = None
+    _torch_error: str | None = f"{type(_error).__name__}: {_error}"
+else:
+    _torch_error = None
+
+_run = _C.dsa_sparse_attention
+
+if _torch is not None:
+    _Tensor = _torch.torch.Tensor
+    _is_compiling = _torch.torch.compiler.is_compiling
+    # Older PyTorch has no DLPack exchange API: then the stream comes from Python.
+    _needs_stream = not _torch.HAS_EXCHANGE_API
+    _stream_of = _torch.current_stream_handle
+else:
+    _Tensor = None
+
+    def _is_compiling() -> bool:
+        return False
+
+    _needs_stream = False
+    _stream_of = None
+
+
+def dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, *,
+                         out=None, lse=None):
+    """DeepSeek-V3.2 sparse attention decode over the slots ``sparse_indices`` selects.
+
+    Args:
+        q_nope: bf16 [T, H, 512] latent query (H = 16 for the v1 kernel); token and head strides
+            may be any multiple of 8 elements, the last dimension contiguous.
+        q_pe: bf16 [T, H, 64] rope query, same layout rules.
+        ckv_cache: bf16 [num_pages, page_size, 512] latent cache (K and V); slots evenly spaced
+            (stride[0] == page_size * stride[1]), rows 16-byte aligned.
+        kpe_cache: bf16 [num_pages, page_size, 64] rope-key cache, same rules.
+        sparse_indices: int32 [T, topk] flat slots (page * page_size + offset); -1 is padding
+            anywhere in a row; other values outside the cache are treated as padding (see
+            ``check_indices``).
+        sm_scale: softmax scale (a float; the contest passes 0.1352337788608801).
+        out: optional bf16 [T, H, 512] contiguous output, written in place.
+        lse: optional fp32 [T, H] contiguous base-2 log-sum-exp, written in place.
+
+    Returns:
+        ``(out, lse)``; an empty row gives output 0 and lse -inf. The work is enqueued on the
+        current CUDA stream of the inputs' device; nothing synchronizes. With ``out`` and ``lse``
+        given and the shape seen before, a call allocates nothing (CUDA-graph friendly).
+
+    Raises:
+        TypeError: an argument is not a tensor, has the wrong dtype, or sm_scale is no number.
+        ValueError: shapes, strides, alignment or devices break the contract.
+        NotImplementedError: valid, but no kernel supports it (GPU architecture, head count).
+        RuntimeError: a CUDA error or an allocation failure.
+    """
+    if type(q_nope) is _Tensor and not _is_compiling():
+        return _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse,
+                    _stream_of(q_nope) if _needs_stream else None)
+    return _dispatch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse)
+
+
+def _dispatch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
+    is_torch = _torch is not None and isinstance(q_nope, _Tensor)
+    if is_torch and _torch.HAS_OPS:
+        return _torch.call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out,
+                              lse)
+    stream = _stream_of(q_nope) if is_torch and _needs_stream else None
+    return _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse, stream)
+
+
+def check_indices(sparse_indices, ckv_cache) -> None:
+    """Raises ValueError naming the first index that is neither -1 nor a slot of ``ckv_cache``.
+
+    The attention call itself treats such indices as padding (it never reads outside the
+    cache); this is the checked mode. It synchronizes the current stream, so it cannot run
+    inside a CUDA-graph capture.
+    """
+    stream = None
+    if _needs_stream and type(sparse_indices) is _Tensor:
+        stream = _stream_of(sparse_indices)
+    _C.check_indices(sparse_indices, ckv_cache, stream)
+
+
+def plan_info(num_tokens: int, num_pages: int, page_size: int = 64, topk: int = 2048, *,
+              device: int | None = None, num_heads: int = 16, head_dim_ckv: int = 512,
+              head_dim_kpe: int = 64) -> dict:
+    """The plan a call of this shape uses on ``device`` (default: the current CUDA device):
+    ``{"problem", "kernel_key", "tiling", "workspace_bytes"}``."""
+    return _C.plan_info(num_tokens, num_pages, page_size, topk, -1 if device is None else device,
+                        num_heads, head_dim_ckv, head_dim_kpe)
+
+
+def empty_cache() -> None:
+    """Frees the cached per-(device, stream) workspaces and forgets the cached plans.
+
+    Graphs captured earlier keep working: a captured call owns its own workspace."""
+    _C.empty_cache()
+
+
+def torch_integration() -> dict:
+    """What the PyTorch integration of this process provides:
+    ``{"loaded", "exchange_api", "ops", "error"}``."""
+    if _torch is None:
+        return {"loaded": False, "exchange_api": False, "ops": False, "error": _torch_error}
+    return {"loaded": True, "exchange_api": _torch.HAS_EXCHANGE_API, "ops": _torch.HAS_OPS,
+            "error": _torch.OPS_ERROR}

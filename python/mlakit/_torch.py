@@ -1,0 +1,111 @@
+"""PyTorch integration, imported by mlakit only when ``import torch`` works.
+
+* ``torch.ops.mlakit.dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices,
+  sm_scale) -> (output, lse)``: functional; outputs allocated by the op.
+* ``torch.ops.mlakit.dsa_sparse_attention_out(..., sm_scale, out, lse) -> None``: destination
+  passing; mutates ``out`` and ``lse``.
+
+Both have fake (meta) implementations, so ``torch.compile`` traces them as opaque ops with known
+output shapes; neither has a backward. ``mlakit.dsa_sparse_attention`` routes to them while
+compiling.
+
+No ``from __future__ import annotations`` here: torch.library reads the annotations below to infer
+the operators' schemas.
+"""
+
+from typing import Optional, Tuple
+
+import torch
+
+from . import _C
+
+_run = _C.dsa_sparse_attention
+
+_DTYPES = {
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "int32": torch.int32,
+    "uint8": torch.uint8,
+}
+
+
+def _allocate(shape, dtype, device):
+    """Allocator for the extension where torch publishes no DLPack allocator (older torch)."""
+    return torch.empty(shape, dtype=_DTYPES[dtype], device=torch.device("cuda", device))
+
+
+_C.set_allocator(_allocate)
+
+# PyTorch >= 2.11 publishes the DLPack C exchange API on torch.Tensor: the extension then reads
+# tensors, the current stream and the allocator through C calls. Probed through the extension,
+# so that MLAKIT_NO_DLPACK_EXCHANGE=1 is honored here too.
+HAS_EXCHANGE_API: bool = _C.describe_tensor(torch.empty(0))["route"] == "exchange"
+
+
+def current_stream_handle(tensor: torch.Tensor) -> int:
+    """The raw cudaStream_t of PyTorch's current stream on ``tensor``'s device (0 off CUDA; the
+    extension then reports the device error)."""
+    if tensor.is_cuda:
+        return torch.cuda.current_stream(tensor.device).cuda_stream
+    return 0
+
+
+def _stream(tensor: torch.Tensor) -> Optional[int]:
+    return None if HAS_EXCHANGE_API else current_stream_handle(tensor)
+
+
+def _define_ops() -> Optional[str]:
+    """Registers the torch.ops.mlakit operators; returns why not, or None on success."""
+    if not hasattr(torch.library, "custom_op"):
+        return f"torch {torch.__version__} has no torch.library.custom_op (needs >= 2.4)"
+    try:
+        torch.ops.mlakit.dsa_sparse_attention  # noqa: B018  (defined by an earlier import?)
+        return None
+    except (AttributeError, RuntimeError):
+        pass
+
+    @torch.library.custom_op("mlakit::dsa_sparse_attention", mutates_args=())
+    def dsa_sparse_attention(q_nope: torch.Tensor, q_pe: torch.Tensor, ckv_cache: torch.Tensor,
+                             kpe_cache: torch.Tensor, sparse_indices: torch.Tensor,
+                             sm_scale: float) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, None, None,
+                    _stream(q_nope))
+
+    @dsa_sparse_attention.register_fake
+    def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale):
+        num_tokens, num_heads, head_dim_ckv = q_nope.shape
+        return (q_nope.new_empty((num_tokens, num_heads, head_dim_ckv), dtype=torch.bfloat16),
+                q_nope.new_empty((num_tokens, num_heads), dtype=torch.float32))
+
+    @torch.library.custom_op("mlakit::dsa_sparse_attention_out", mutates_args=("out", "lse"))
+    def dsa_sparse_attention_out(q_nope: torch.Tensor, q_pe: torch.Tensor,
+                                 ckv_cache: torch.Tensor, kpe_cache: torch.Tensor,
+                                 sparse_indices: torch.Tensor, sm_scale: float,
+                                 out: torch.Tensor, lse: torch.Tensor) -> None:
+        _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse,
+             _stream(q_nope))
+
+    @dsa_sparse_attention_out.register_fake
+    def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
+        return None
+
+    return None
+
+
+OPS_ERROR: Optional[str] = _define_ops()
+HAS_OPS: bool = OPS_ERROR is None
+
+
+def call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
+    """mlakit.dsa_sparse_attention through torch.ops (while compiling, or for subclasses)."""
+    sm_scale = float(sm_scale)
+    if out is None and lse is None:
+        return torch.ops.mlakit.dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache,
+                                                     sparse_indices, sm_scale)
+    if out is None:
+        out = q_nope.new_empty(q_nope.shape, dtype=torch.bfloat16)
+    if lse is None:
+        lse = q_nope.new_empty(q_nope.shape[:2], dtype=torch.float32)
+    torch.ops.mlakit.dsa_sparse_attention_out(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices,
+                                              sm_scale, out, lse)
+    return out, lse

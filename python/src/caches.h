@@ -1,0 +1,82 @@
+// What the binding keeps between calls so that a call costs a lookup, not a plan or an
+// allocation: plans per (problem, device), and workspaces per (device, stream). New tensors
+// (outputs, workspaces) come from the inputs' own framework: its DLPack allocator when it
+// publishes the exchange API, else the Python allocator mlakit's torch integration registers.
+//
+// Workspaces and CUDA graphs: a call enqueued while its stream is being captured gets a fresh
+// workspace that is released right after the launch is recorded. With PyTorch that memory comes
+// from the graph's private pool, so the graph owns it: replays never share a workspace with eager
+// calls or with other graphs, and no cached workspace can be freed under a recorded graph.
+//
+// All state is touched with the GIL held (the binding never releases it). A registered Python
+// allocator may let other threads run in the middle of a call, so callers hold what they use
+// through shared pointers, and the workspace table is searched again after an allocation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+
+#include <cuda_runtime_api.h>
+
+#include "mlakit/dsa.h"
+#include "tensor_arg.h"
+
+namespace mlakit::python {
+
+// The plan of `problem` on `device` (dsa_plan on first use). Raises the mapped Status error.
+std::shared_ptr<const DsaPlan> cached_plan(const DsaProblem& problem, int device);
+
+// A device buffer and what keeps it alive: a managed DLPack tensor (exchange route) or a Python
+// tensor (registered allocator).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  // A uint8 buffer of `bytes` on cuda:`device`. Raises RuntimeError when no allocator is known.
+  static DeviceBuffer allocate(const dl::ExchangeApi* api, size_t bytes, int device);
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  void reset();
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  dl::ManagedTensorVersioned* managed_ = nullptr;
+  nb::object owner_;
+};
+
+// A new tensor of `shape` and `dtype` on cuda:`device`, as a Python object of the inputs'
+// framework. `name` is the argument it stands for (error messages).
+nb::object new_tensor(const dl::ExchangeApi* api, std::initializer_list<int64_t> shape,
+                      dl::DataType dtype, int device, const char* name);
+
+// The workspace for one call of `bytes` on (device, stream); the caller holds it until the
+// launch is enqueued. Outside a capture, the cached buffer of that pair (grown when too small;
+// past a few pairs the least recently used is dropped); while `capturing`, a fresh buffer that
+// nothing else holds. Null when `bytes` is 0.
+std::shared_ptr<DeviceBuffer> workspace_for(const dl::ExchangeApi* api, int device,
+                                            cudaStream_t stream, size_t bytes, bool capturing);
+
+// Python callable (shape: tuple, dtype: str, device: int) -> tensor, used when the inputs'
+// type publishes no DLPack allocator. None clears it.
+void set_python_allocator(nb::handle allocator);
+
+// Drops every cached workspace and plan (mlakit.empty_cache(), and at interpreter exit).
+void release_caches();
+
+struct CacheStats {
+  size_t plans = 0;
+  size_t workspaces = 0;
+  size_t workspace_bytes = 0;
+};
+CacheStats cache_stats();
+
+}  // namespace mlakit::python

@@ -1,0 +1,45 @@
+// mlakit._C: the compiled half of the mlakit package. The Python package (python/mlakit/) wraps
+// these entry points; docs/python.md is the user-facing reference.
+#include <cuda_runtime_api.h>
+#include <nanobind/nanobind.h>
+
+#include "caches.h"
+#include "dsa_call.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+namespace py = mlakit::python;
+
+NB_MODULE(_C, m) {
+  m.doc() = "mlakit's compiled entry points (DeepSeek-V3.2 sparse attention decode on Hopper).";
+  m.attr("__version__") = MLAKIT_VERSION;
+  m.attr("cuda_runtime_version") = CUDART_VERSION;
+
+  // .none(): None reaches the entry points, which name the argument in their TypeError.
+  m.def("dsa_sparse_attention", &py::dsa_sparse_attention, "q_nope"_a.none(), "q_pe"_a.none(),
+        "ckv_cache"_a.none(), "kpe_cache"_a.none(), "sparse_indices"_a.none(),
+        "sm_scale"_a.none(), "out"_a.none() = nb::none(), "lse"_a.none() = nb::none(),
+        "stream"_a.none() = nb::none(),
+        "Runs DSA sparse attention decode; returns (out, lse), allocating whichever is None.\n"
+        "stream: None = the inputs' framework's current stream, else a cudaStream_t as int.");
+  m.def("check_indices", &py::check_indices, "sparse_indices"_a.none(), "ckv_cache"_a.none(),
+        "stream"_a.none() = nb::none(),
+        "Raises ValueError for an index that is neither -1 nor a slot of the cache. Synchronizes.");
+  m.def("plan_info", &py::plan_info, "num_tokens"_a, "num_pages"_a, "page_size"_a = 64,
+        "topk"_a = 2048, "device"_a = -1, "num_heads"_a = 16, "head_dim_ckv"_a = 512,
+        "head_dim_kpe"_a = 64, "The plan a call of this shape would use (kernel, tiling, workspace).");
+  m.def("describe_tensor", &py::describe_tensor, "tensor"_a.none(),
+        "The DLPack view the binding reads of a tensor (route, dtype, shape, strides, device).");
+  m.def("set_allocator", &py::set_python_allocator, "allocator"_a.none(),
+        "Registers (shape, dtype_name, device_index) -> tensor for frameworks without a DLPack "
+        "allocator; None clears it.");
+  m.def("empty_cache", &py::release_caches, "Frees cached workspaces and forgets cached plans.");
+  m.def("cache_stats", [] {
+    const py::CacheStats s = py::cache_stats();
+    nb::dict d;
+    d["plans"] = s.plans;
+    d["workspaces"] = s.workspaces;
+    d["workspace_bytes"] = s.workspace_bytes;
+    return d;
+  }, "Counts of cached plans and workspaces, and the workspaces' bytes.");
+}

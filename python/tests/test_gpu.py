@@ -1,0 +1,308 @@
+"""The binding on an sm_90 GPU: numeric spot checks against the fp64 reference (the numeric sweep
+lives in the C++ GPU tests), outputs written in place, the current stream, CUDA graphs,
+torch.compile, torch.ops, the checked mode and the flashinfer-bench entries."""
+
+import os
+
+import pytest
+
+import mlakit
+import mlakit.flashinfer_bench as fib
+from dsa_ref import CONTEST_SM_SCALE, assert_contest_close, make_inputs, reference, run_python
+
+
+def check(torch, inputs, out, lse, sm_scale=CONTEST_SM_SCALE):
+    torch.cuda.synchronize()
+    want_out, want_lse = reference(torch, *inputs, sm_scale)
+    assert_contest_close(torch, out, want_out, "output")
+    assert_contest_close(torch, lse, want_lse, "lse")
+
+
+def empty_outputs(torch, num_tokens, device):
+    """Outputs poisoned with NaN, so that an element the kernel does not write fails."""
+    out = torch.full((num_tokens, 16, 512), float("nan"), dtype=torch.bfloat16, device=device)
+    lse = torch.full((num_tokens, 16), float("nan"), dtype=torch.float32, device=device)
+    return out, lse
+
+
+CASES = {
+    "T1-full": dict(num_tokens=1),
+    "T8-full": dict(num_tokens=8),
+    "T4-valid-prefixes": dict(num_tokens=4, valid=[2048, 1000, 65, 1]),
+    "T3-empty-rows": dict(num_tokens=3, valid=[0, 2048, 0]),
+    "T2-page-size-1": dict(num_tokens=2, num_pages=4096, page_size=1, valid=[2048, 333]),
+    "T5-topk-64": dict(num_tokens=5, topk=64, valid=[64, 10, 0, 64, 63]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_matches_reference(torch, gpu, case):
+    inputs = make_inputs(torch, device=gpu, seed=len(case), **CASES[case])
+    out, lse = mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE)
+    check(torch, inputs, out, lse)
+
+
+def test_padding_anywhere_repeats_and_invalid_indices(torch, gpu):
+    q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, 4, device=gpu, seed=3)
+    num_slots = ckv.shape[0] * ckv.shape[1]
+    idx[0, ::3] = -1                                # padding interleaved with valid slots
+    idx[1, 100:200] = idx[1, 0]                     # a slot repeated: counted each time
+    idx[2, 5], idx[2, 6], idx[2, 7] = num_slots, -7, 2**31 - 1  # invalid: treated as padding
+    idx[3, :] = -1
+    idx[3, 2047] = 17                               # one valid entry, at the very end
+    inputs = (q_nope, q_pe, ckv, kpe, idx)
+    out, lse = mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE)
+    check(torch, inputs, out, lse)
+
+
+def test_sm_scale_is_a_runtime_value(torch, gpu):
+    inputs = make_inputs(torch, 2, device=gpu, seed=5)
+    out, lse = mlakit.dsa_sparse_attention(*inputs, 0.05)
+    check(torch, inputs, out, lse, sm_scale=0.05)
+
+
+def test_strided_views_the_contract_allows(torch, gpu):
+    """q_nope/q_pe as views of one [T, 16, 576] buffer, the caches as views of one
+    [pages, 64, 576] buffer (slot stride 576), the indices as a column slice."""
+    T = 3
+    q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, T, device=gpu, seed=6)
+    q = torch.cat([q_nope, q_pe], dim=-1)
+    kv = torch.cat([ckv, kpe], dim=-1)
+    wide_idx = torch.full((T, 4096), -1, dtype=torch.int32, device=gpu)
+    wide_idx[:, :2048] = idx
+    views = (q[..., :512], q[..., 512:], kv[..., :512], kv[..., 512:], wide_idx[:, :2048])
+    out, lse = mlakit.dsa_sparse_attention(*views, CONTEST_SM_SCALE)
+    check(torch, (q_nope, q_pe, ckv, kpe, idx), out, lse)
+
+
+def test_outputs_are_written_in_place(torch, gpu):
+    inputs = make_inputs(torch, 3, device=gpu, seed=7)
+    out, lse = empty_outputs(torch, 3, gpu)
+    pointers = (out.data_ptr(), lse.data_ptr())
+    got_out, got_lse = mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE, out=out, lse=lse)
+    assert got_out is out and got_lse is lse
+    assert (got_out.data_ptr(), got_lse.data_ptr()) == pointers
+    check(torch, inputs, out, lse)
+
+
+def test_missing_outputs_are_allocated(torch, gpu):
+    inputs = make_inputs(torch, 2, device=gpu, seed=8)
+    out, lse = mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE)
+    assert out.shape == (2, 16, 512) and out.dtype == torch.bfloat16 and out.device == gpu
+    assert lse.shape == (2, 16) and lse.dtype == torch.float32 and lse.device == gpu
+    given_out, _ = empty_outputs(torch, 2, gpu)
+    out2, lse2 = mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE, out=given_out)
+    assert out2 is given_out and lse2.shape == (2, 16)
+    check(torch, inputs, out2, lse2)
+
+
+def test_zero_tokens_return_empty_outputs(torch, gpu):
+    inputs = make_inputs(torch, 0, device=gpu)
+    out, lse = mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE)
+    assert out.shape == (0, 16, 512) and lse.shape == (0, 16)
+
+
+def test_a_preallocated_call_allocates_nothing(torch, gpu):
+    inputs = make_inputs(torch, 4, device=gpu, seed=9)
+    out, lse = empty_outputs(torch, 4, gpu)
+    mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE, out=out, lse=lse)  # plan + workspace
+    torch.cuda.synchronize()
+    allocated, stats = torch.cuda.memory_allocated(gpu), mlakit._C.cache_stats()
+    for _ in range(20):
+        mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE, out=out, lse=lse)
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated(gpu) == allocated
+    assert mlakit._C.cache_stats() == stats
+
+
+def test_runs_on_the_current_stream(torch, gpu):
+    """The inputs are written on a side stream behind a long sleep: a launch on any other
+    stream would read them before they exist."""
+    q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, 2, device=gpu, seed=10)
+    late_q = torch.zeros_like(q_nope)
+    out, lse = empty_outputs(torch, 2, gpu)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream(device=gpu)
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)  # ~50 ms of spinning at H200 clocks
+        late_q.copy_(q_nope)
+        mlakit.dsa_sparse_attention(late_q, q_pe, ckv, kpe, idx, CONTEST_SM_SCALE, out=out,
+                                    lse=lse)
+    side.synchronize()
+    check(torch, (q_nope, q_pe, ckv, kpe, idx), out, lse)
+
+
+def test_concurrent_streams_keep_separate_workspaces(torch, gpu):
+    """Calls on two streams overlap on the GPU: each (device, stream) has its own workspace."""
+    a = make_inputs(torch, 8, device=gpu, seed=28)
+    b = make_inputs(torch, 8, device=gpu, seed=29)
+    out_a, lse_a = empty_outputs(torch, 8, gpu)
+    out_b, lse_b = empty_outputs(torch, 8, gpu)
+    torch.cuda.synchronize()
+    streams = torch.cuda.Stream(device=gpu), torch.cuda.Stream(device=gpu)
+    for _ in range(20):
+        with torch.cuda.stream(streams[0]):
+            mlakit.dsa_sparse_attention(*a, CONTEST_SM_SCALE, out=out_a, lse=lse_a)
+        with torch.cuda.stream(streams[1]):
+            mlakit.dsa_sparse_attention(*b, CONTEST_SM_SCALE, out=out_b, lse=lse_b)
+    check(torch, a, out_a, lse_a)
+    check(torch, b, out_b, lse_b)
+    if mlakit.plan_info(8, 64, device=gpu.index)["workspace_bytes"] > 0:
+        assert mlakit._C.cache_stats()["workspaces"] >= 2
+
+
+def test_cuda_graph_replays_new_input_values(torch, gpu):
+    static = make_inputs(torch, 4, device=gpu, seed=11)
+    out, lse = empty_outputs(torch, 4, gpu)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        mlakit.dsa_sparse_attention(*static, CONTEST_SM_SCALE, out=out, lse=lse)
+    for seed in (12, 13):
+        fresh = make_inputs(torch, 4, device=gpu, seed=seed, valid=[2048, 7, 0, 1500])
+        for dst, src in zip(static, fresh):
+            dst.copy_(src)
+        graph.replay()
+        check(torch, fresh, out, lse)
+
+
+def test_cuda_graph_of_the_allocating_form(torch, gpu):
+    static = make_inputs(torch, 2, device=gpu, seed=14)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, lse = mlakit.dsa_sparse_attention(*static, CONTEST_SM_SCALE)
+    fresh = make_inputs(torch, 2, device=gpu, seed=15)
+    for dst, src in zip(static, fresh):
+        dst.copy_(src)
+    graph.replay()
+    check(torch, fresh, out, lse)
+
+
+def test_a_graph_owns_its_workspace(torch, gpu):
+    """Captured first (a shape never planned before), then eager calls grow and free the cached
+    workspaces: the graph still replays correctly."""
+    static = make_inputs(torch, 3, num_pages=32, device=gpu, seed=16)
+    out, lse = empty_outputs(torch, 3, gpu)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        mlakit.dsa_sparse_attention(*static, CONTEST_SM_SCALE, out=out, lse=lse)
+    big = make_inputs(torch, 64, num_pages=32, device=gpu, seed=17)
+    mlakit.dsa_sparse_attention(*big, CONTEST_SM_SCALE)
+    mlakit.empty_cache()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    mlakit.dsa_sparse_attention(*big, CONTEST_SM_SCALE)  # reuses freed memory, if any
+    fresh = make_inputs(torch, 3, num_pages=32, device=gpu, seed=18)
+    for dst, src in zip(static, fresh):
+        dst.copy_(src)
+    graph.replay()
+    check(torch, fresh, out, lse)
+
+
+def test_torch_ops_match_the_direct_call(torch, gpu):
+    inputs = make_inputs(torch, 3, device=gpu, seed=19)
+    out, lse = mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE)
+    op_out, op_lse = torch.ops.mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE)
+    dps_out, dps_lse = empty_outputs(torch, 3, gpu)
+    torch.ops.mlakit.dsa_sparse_attention_out(*inputs, CONTEST_SM_SCALE, dps_out, dps_lse)
+    torch.cuda.synchronize()
+    assert torch.equal(op_out, out) and torch.equal(op_lse, lse)
+    assert torch.equal(dps_out, out) and torch.equal(dps_lse, lse)
+
+
+def test_opcheck(torch, gpu):
+    inputs = make_inputs(torch, 2, num_pages=16, device=gpu, seed=20)
+    torch.library.opcheck(torch.ops.mlakit.dsa_sparse_attention.default,
+                          (*inputs, CONTEST_SM_SCALE))
+    out, lse = empty_outputs(torch, 2, gpu)
+    torch.library.opcheck(torch.ops.mlakit.dsa_sparse_attention_out.default,
+                          (*inputs, CONTEST_SM_SCALE, out, lse))
+
+
+def test_torch_compile_full_graph(torch, gpu):
+    def step(q_nope, q_pe, ckv, kpe, idx):
+        out, lse = mlakit.dsa_sparse_attention(q_nope, q_pe, ckv, kpe, idx, CONTEST_SM_SCALE)
+        return out.float() * 2.0, lse + 1.0
+
+    def step_dps(q_nope, q_pe, ckv, kpe, idx, out, lse):
+        mlakit.dsa_sparse_attention(q_nope, q_pe, ckv, kpe, idx, CONTEST_SM_SCALE, out=out,
+                                    lse=lse)
+        return lse.sum()
+
+    torch._dynamo.reset()
+    inputs = make_inputs(torch, 4, device=gpu, seed=21)
+    want_out, want_lse = step(*inputs)
+    got_out, got_lse = torch.compile(step, fullgraph=True)(*inputs)
+    torch.testing.assert_close(got_out, want_out, rtol=0, atol=0)
+    torch.testing.assert_close(got_lse, want_lse, rtol=0, atol=0)
+
+    out, lse = empty_outputs(torch, 4, gpu)
+    total = torch.compile(step_dps, fullgraph=True)(*inputs, out, lse)
+    check(torch, inputs, out, lse)
+    torch.testing.assert_close(total, lse.sum())
+
+
+def test_check_indices(torch, gpu):
+    _, _, ckv, _, idx = make_inputs(torch, 3, device=gpu, seed=22, valid=[2048, 5, 0])
+    assert mlakit.check_indices(idx, ckv) is None
+    num_slots = ckv.shape[0] * ckv.shape[1]
+    idx[1, 7] = num_slots
+    with pytest.raises(ValueError, match=r"^sparse_indices: 1 entries .* first at \[1, 7\]"):
+        mlakit.check_indices(idx, ckv)
+    idx[1, 7] = -2
+    with pytest.raises(ValueError, match=r"first at \[1, 7\] = -2"):
+        mlakit.check_indices(idx, ckv)
+
+
+def test_unsupported_head_count_is_reported(torch, gpu):
+    q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, 2, device=gpu, seed=23)
+    with pytest.raises((NotImplementedError, ValueError), match="head"):
+        mlakit.dsa_sparse_attention(q_nope[:, :8], q_pe[:, :8], ckv, kpe, idx, CONTEST_SM_SCALE)
+
+
+def test_plan_info_and_plan_cache(torch, gpu):
+    info = mlakit.plan_info(8, 8462, device=gpu.index)
+    assert info["kernel_key"].startswith("dsa_decode.") and info["workspace_bytes"] >= 0
+    assert "T=8" in info["problem"]
+    before = mlakit._C.cache_stats()["plans"]
+    inputs = make_inputs(torch, 7, num_pages=8, device=gpu, seed=24)
+    mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE)
+    mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE)
+    assert mlakit._C.cache_stats()["plans"] == before + 1
+
+
+def test_flashinfer_bench_entries(torch, gpu):
+    inputs = make_inputs(torch, 2, device=gpu, seed=25)
+    scale = torch.tensor(CONTEST_SM_SCALE, dtype=torch.float32)  # harnesses may pass 0-d tensors
+    out, lse = fib.run(*inputs, scale)
+    check(torch, inputs, out, lse, sm_scale=float(scale))
+    out2, lse2 = empty_outputs(torch, 2, gpu)
+    assert fib.run_dps(*inputs, float(scale), out2, lse2) is None
+    torch.cuda.synchronize()
+    assert torch.equal(out2, out) and torch.equal(lse2, lse)
+
+
+def test_dlpack_fallback_route_and_its_graphs(torch, gpu):
+    """Without the DLPack exchange API (older PyTorch), tensors go through __dlpack__ and the
+    stream comes from Python: same numbers, and graph capture still works."""
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    code = (
+        f"import sys; sys.path.insert(0, {tests_dir!r})\n"
+        "import torch, mlakit\n"
+        "from dsa_ref import make_inputs, reference, assert_contest_close, CONTEST_SM_SCALE\n"
+        "assert mlakit.torch_integration()['exchange_api'] is False\n"
+        "static = make_inputs(torch, 3, device='cuda', seed=26)\n"
+        "out, lse = mlakit.dsa_sparse_attention(*static, CONTEST_SM_SCALE)\n"
+        "assert mlakit._C.describe_tensor(out)['route'] == 'dlpack'\n"
+        "g = torch.cuda.CUDAGraph()\n"
+        "with torch.cuda.graph(g):\n"
+        "    mlakit.dsa_sparse_attention(*static, CONTEST_SM_SCALE, out=out, lse=lse)\n"
+        "fresh = make_inputs(torch, 3, device='cuda', seed=27)\n"
+        "for d, s in zip(static, fresh): d.copy_(s)\n"
+        "g.replay(); torch.cuda.synchronize()\n"
+        "want = reference(torch, *fresh, CONTEST_SM_SCALE)\n"
+        "assert_contest_close(torch, out, want[0], 'output')\n"
+        "assert_contest_close(torch, lse, want[1], 'lse')\n"
+        "print('ok')\n")
+    proc = run_python(code, {"MLAKIT_NO_DLPACK_EXCHANGE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("ok")
