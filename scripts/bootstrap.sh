@@ -4,6 +4,7 @@
 #   .deps/cutlass/include/{cute,cutlass}   CUTLASS/CuTe C++ headers, from the pinned nvidia-cutlass wheel
 #   .deps/googletest/                      GoogleTest sources (built by our CMake; the H200 has none)
 #   .deps/python/nanobind/                 nanobind (only when python3 cannot import it)
+#   .deps/python/pytest/                   pytest for the binding's tests (likewise)
 #
 # A machine without a registry (the GPU machine) must receive a filled .deps/ with the tree.
 set -euo pipefail
@@ -81,6 +82,16 @@ fetch_nanobind() {
   fi
 }
 
+fetch_pytest() {
+  python3 -c "import pytest" 2>/dev/null && return 0
+  [ -d "$DEPS/python/pytest" ] && return 0
+  say "fetching pytest for the binding's tests"
+  if ! python3 -m pip install -q --target "$DEPS/python" pytest </dev/null >/dev/null 2>&1; then
+    say "warning: pytest is not importable and could not be fetched; the Python tests will not run."
+  fi
+}
+
 fetch_cutlass
 fetch_googletest
 fetch_nanobind
+fetch_pytest

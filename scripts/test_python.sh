@@ -7,11 +7,16 @@ if [ ! -d "$BUILD/python/mlakit" ]; then
   echo "[python] the binding was not built (nanobind missing?); Python tests not run"
   exit 0
 fi
+export PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 if ! python3 -c "import pytest" 2>/dev/null; then
-  echo "[python] pytest is not installed; Python tests not run"
-  exit 0
+  # The bootstrap's copy, only when the machine has none (it would shadow an installed one).
+  export PYTHONPATH="$PYTHONPATH:$PWD/.deps/python"
+  if ! python3 -c "import pytest" 2>/dev/null; then
+    echo "[python] pytest is not installed and .deps/ has none; Python tests not run"
+    exit 0
+  fi
 fi
-PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q python/tests
+python3 -m pytest -q python/tests
 rc=$?
 [ $rc -eq 5 ] && { echo "[python] no tests collected"; exit 1; }
 exit $rc
