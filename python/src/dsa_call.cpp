@@ -133,9 +133,9 @@ void expect_cuda(const TensorArg& t, const char* name) {
                                 device_name(t.view().device));
 }
 
+// Every tensor after q_nope must sit on q_nope's device; the message names that device.
 void expect_device(const TensorArg& t, const char* name, int device) {
-  expect_cuda(t, name);
-  if (t.view().device.device_id != device)
+  if (t.view().device.device_type != dl::kCUDA || t.view().device.device_id != device)
     raise(PyExc_ValueError, std::string(name) + ": expected a tensor on cuda:" +
                                 std::to_string(device) + " (the device of q_nope), got " +
                                 device_name(t.view().device));
