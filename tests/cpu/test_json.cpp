@@ -2,6 +2,8 @@
 // and column, JSON Lines, checked lookups, files.
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -31,12 +33,6 @@ std::string parse_error(const std::string& text) {
   return s.message();
 }
 
-std::string temp_dir() {
-  char tmpl[] = "/tmp/mlakit_json_XXXXXX";
-  const char* d = mkdtemp(tmpl);
-  EXPECT_NE(d, nullptr);
-  return d ? d : "/tmp";
-}
 
 TEST(Json, ParsesEveryType) {
   const Value v = parse_ok(R"( {"n": null, "t": true, "f": false, "i": -42, "d": 2.5e-3,
@@ -200,8 +196,8 @@ TEST(Json, CheckedLookups) {
 }
 
 TEST(Json, Files) {
-  const std::string dir = temp_dir();
-  const std::string path = dir + "/sub/cache.json";
+  const test::TempDir dir;
+  const std::string path = dir.file("sub/cache.json");
   Value v = Value::object();
   v.set("kernel", "k").set("tiling", "s16n64x2m4").set("us", 11.25);
   ASSERT_TRUE(json::write_file(path, v).is_ok());
@@ -209,7 +205,7 @@ TEST(Json, Files) {
   ASSERT_TRUE(json::parse_file(path, &back).is_ok());
   EXPECT_EQ(back, v);
 
-  const std::string lines = dir + "/bench.jsonl";
+  const std::string lines = dir.file("bench.jsonl");
   ASSERT_TRUE(json::append_line(lines, v).is_ok());
   v.set("us", 12);
   ASSERT_TRUE(json::append_line(lines, v).is_ok());
@@ -218,14 +214,13 @@ TEST(Json, Files) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1]["us"].as_int(), 12);
 
-  Status s = json::parse_file(dir + "/missing.json", &back);
+  Status s = json::parse_file(dir.file("missing.json"), &back);
   EXPECT_EQ(s.code(), Code::kIoError);
   EXPECT_NE(s.message().find("missing.json"), std::string::npos) << s.message();
-  ASSERT_TRUE(io::write_file_atomic(dir + "/bad.json", "{\n\"a\": tru\n}").is_ok());
-  s = json::parse_file(dir + "/bad.json", &back);
+  ASSERT_TRUE(io::write_file_atomic(dir.file("bad.json"), "{\n\"a\": tru\n}").is_ok());
+  s = json::parse_file(dir.file("bad.json"), &back);
   EXPECT_EQ(s.code(), Code::kIoError);
-  EXPECT_EQ(s.message(), dir + "/bad.json: line 2, column 6: expected a value, got 't'");
-  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(s.message(), dir.file("bad.json") + ": line 2, column 6: expected a value, got 't'");
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // NVML throttle names, the profiling helpers, and the CLI of tune / ceiling / report.
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,27 +25,10 @@
 namespace mlakit {
 namespace {
 
+using test::TempDir;
+
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("mlakit-report-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -2,6 +2,8 @@
 // FlashInfer-Trace: a tiny dataset written by the test (definition, JSONL, blobs) read back.
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -18,22 +20,8 @@ namespace {
 
 using io::HostTensor;
 using io::SafetensorsFile;
+using test::TempDir;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/mlakit_st_XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    EXPECT_NE(d, nullptr);
-    path_ = d ? d : "/tmp/mlakit_st_failed";
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
 
 void write_text(const std::string& path, const std::string& text) {
   ASSERT_TRUE(io::write_file_atomic(path, text).is_ok()) << path;

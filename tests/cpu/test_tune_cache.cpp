@@ -2,6 +2,8 @@
 // tuner's CPU-side helpers (tiling enumeration, bucket grouping, dry runs).
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -19,28 +21,10 @@
 namespace mlakit {
 namespace {
 
+using test::TempDir;
+
 namespace fs = std::filesystem;
 
-// A fresh folder under the system temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("mlakit-tune-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 // Sets an environment variable for the scope; restores the previous value.
 class ScopedEnv {
