@@ -12,6 +12,17 @@ does not need PyTorch. When PyTorch is importable, importing mlakit also registe
 
 import atexit as _atexit
 
+# PyTorch wheels carry their own CUDA runtime (libcudart.so.13). Loading torch before the
+# extension makes the extension bind to that copy by soname; loading the extension first put the
+# toolkit's copy in the process and torch's later import crashed (seen on the H200, torch
+# 2.11+cu130, `import mlakit` with nothing imported before it).
+try:
+    import torch as _torch_runtime_first  # not `_torch`: that is the integration submodule's name
+
+    del _torch_runtime_first
+except (ImportError, OSError):  # no PyTorch, or one that cannot load: _api reports it
+    pass
+
 from . import _C
 from ._api import (
     check_indices,

@@ -76,6 +76,22 @@ def test_import_works_without_torch():
     assert proc.stdout.startswith("ok ")
 
 
+def test_import_first_in_a_fresh_process_then_torch():
+    # `import mlakit` before anything else used to load the toolkit's CUDA runtime ahead of
+    # torch's own copy, and torch's import then crashed the process.
+    code = (
+        "import mlakit\n"
+        "try:\n"
+        "    import torch\n"
+        "    torch.zeros(1)\n"
+        "except ImportError:\n"
+        "    pass\n"
+        "print('ok', mlakit.__version__)\n")
+    proc = run_python(code)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)
+    assert proc.stdout.startswith("ok ")
+
+
 def test_flashinfer_bench_entry_points_have_the_definition_signature():
     assert list(inspect.signature(fib.run).parameters) == DEFINITION_INPUTS
     assert list(inspect.signature(fib.run_dps).parameters) == DEFINITION_INPUTS + ["output", "lse"]
