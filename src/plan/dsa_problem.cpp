@@ -4,6 +4,7 @@
 #include <string>
 
 #include "mlakit/dsa.h"
+#include "plan/dsa_indices.h"
 
 namespace mlakit {
 
@@ -37,6 +38,17 @@ std::string DsaProblem::to_string() const {
          " ckv=" + std::to_string(head_dim_ckv) + " kpe=" + std::to_string(head_dim_kpe) +
          " pages=" + std::to_string(num_pages) + " ps=" + std::to_string(page_size) +
          " topk=" + std::to_string(topk);
+}
+
+}  // namespace mlakit
+
+namespace mlakit {
+
+Status invalid_indices_error(const DsaProblem& problem, int64_t count, int64_t first, int64_t value) {
+  return Status::invalid_argument(
+      "sparse_indices: " + std::to_string(count) + " entries are neither -1 nor a slot in [0, " +
+      std::to_string(problem.num_slots()) + "); first at [" + std::to_string(first / problem.topk) +
+      ", " + std::to_string(first % problem.topk) + "] = " + std::to_string(value));
 }
 
 }  // namespace mlakit

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "plan/bf16.h"
+#include "plan/dsa_indices.h"
 
 namespace mlakit {
 
@@ -139,11 +140,7 @@ Status dsa_check_indices_host(const DsaProblem& problem, const int32_t* indices,
   }
   if (num_invalid != nullptr) *num_invalid = count;
   if (count == 0) return Status::ok();
-  const int64_t t = first / problem.topk, k = first % problem.topk;
-  return Status::invalid_argument(
-      "sparse_indices[t=" + std::to_string(t) + ", k=" + std::to_string(k) + "] = " +
-      std::to_string(indices[first]) + ": expected -1 or a slot in [0, " + std::to_string(num_slots) +
-      ")" + (count > 1 ? " (" + std::to_string(count) + " invalid indices in all)" : ""));
+  return invalid_indices_error(problem, count, first, indices[first]);
 }
 
 Status dsa_reference(const DsaProblem& problem, const DsaHostInputs& inputs, IndexPolicy policy,

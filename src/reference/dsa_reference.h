@@ -30,8 +30,8 @@ enum class IndexPolicy {
 
 // Multithreaded over tokens (num_threads = 0: hardware concurrency). Results do not depend on
 // num_threads. Fails (invalid_argument) on an invalid problem, a null pointer, or under kReject
-// an index that is neither -1 nor a slot: "sparse_indices[t=3, k=17] = 541568: expected -1 or a
-// slot in [0, 541568)".
+// an index that is neither -1 nor a slot: "sparse_indices: 1 entries are neither -1 nor a slot
+// in [0, 541568); first at [3, 17] = 541568" (the device check says the same).
 Status dsa_reference(const DsaProblem& problem, const DsaHostInputs& inputs, IndexPolicy policy,
                      DsaReferenceOutput* out, int num_threads = 0);
 
