@@ -36,6 +36,9 @@ Status find_known_device(const std::string& name, DeviceFacts* out);
 int device_count();
 // Reads the live facts of `device`; fails with a readable reason without a GPU.
 Status query_device(int device, DeviceFacts* out);
+// The same, read once per device and process (cudaGetDeviceProperties is too slow for every
+// plan or verification); thread-safe.
+Status cached_device_facts(int device, DeviceFacts* out);
 
 // What a kernel needs of the device it runs on.
 struct ArchRequirement {

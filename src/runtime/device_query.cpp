@@ -1,4 +1,7 @@
 // Live device facts through the CUDA runtime; a machine without a driver or GPU has 0 devices.
+#include <array>
+#include <mutex>
+
 #include <cuda_runtime_api.h>
 
 #include "mlakit/device.h"
@@ -38,6 +41,20 @@ Status query_device(int device, DeviceFacts* out) {
   if (find_known_device(f.name, &known).is_ok()) f.hbm_gbps = known.hbm_gbps;
   f.live = true;
   *out = f;
+  return Status::ok();
+}
+
+Status cached_device_facts(int device, DeviceFacts* out) {
+  static std::mutex mu;
+  static std::array<DeviceFacts, 64> facts;
+  static std::array<bool, 64> have{};
+  if (device < 0 || device >= int(facts.size())) return query_device(device, out);
+  std::lock_guard<std::mutex> lock(mu);
+  if (!have[device]) {
+    MLAKIT_RETURN_IF_ERROR(query_device(device, &facts[device]));
+    have[device] = true;
+  }
+  *out = facts[device];
   return Status::ok();
 }
 

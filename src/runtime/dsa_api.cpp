@@ -1,33 +1,17 @@
 // The public DSA entry points: plan (kernel + tiling + workspace), run (validate tensors, launch)
 // and the checked mode for indices.
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <mutex>
 
 #include "kernels/dsa_decode/check_indices.h"
 #include "mlakit/device.h"
 #include "mlakit/dsa.h"
+#include "plan/dsa_indices.h"
 #include "runtime/registry.h"
 #include "runtime/tune_cache.h"
 
 namespace mlakit {
 namespace {
-
-// Device facts are read once per device: cudaGetDeviceProperties is too slow for every plan.
-Status cached_device_facts(int device, DeviceFacts* out) {
-  static std::mutex mu;
-  static std::array<DeviceFacts, 64> facts;
-  static std::array<bool, 64> have{};
-  if (device < 0 || device >= int(facts.size())) return query_device(device, out);
-  std::lock_guard<std::mutex> lock(mu);
-  if (!have[device]) {
-    MLAKIT_RETURN_IF_ERROR(query_device(device, &facts[device]));
-    have[device] = true;
-  }
-  *out = facts[device];
-  return Status::ok();
-}
 
 Status check_pointer(const void* ptr, const char* name) {
   if (ptr == nullptr) return Status::invalid_argument(std::string(name) + ": null pointer");
@@ -147,10 +131,7 @@ Status dsa_check_indices(const DsaProblem& problem, const int32_t* sparse_indice
   if (e != cudaSuccess)
     return Status::device_error(std::string("dsa_check_indices: ") + cudaGetErrorString(e));
   if (host[0] == 0) return Status::ok();
-  return Status::invalid_argument(
-      "sparse_indices: " + std::to_string(host[0]) + " entries are neither -1 nor a slot in [0, " +
-      std::to_string(problem.num_slots()) + "); first at [" + std::to_string(host[1] / problem.topk) +
-      ", " + std::to_string(host[1] % problem.topk) + "] = " + std::to_string(host[2]));
+  return invalid_indices_error(problem, host[0], host[1], host[2]);
 }
 
 }  // namespace mlakit

@@ -133,7 +133,7 @@ Status DsaSession::verify(const DsaKernel& kernel, const DsaTiling& tiling, Veri
   int device = 0;
   MLAKIT_RETURN_IF_ERROR(cuda(cudaGetDevice(&device), "cudaGetDevice"));
   DeviceFacts facts;
-  MLAKIT_RETURN_IF_ERROR(query_device(device, &facts));
+  MLAKIT_RETURN_IF_ERROR(cached_device_facts(device, &facts));
   MLAKIT_RETURN_IF_ERROR(kernel.validate(workload_.problem, tiling, facts));
   MLAKIT_RETURN_IF_ERROR(ensure_workspace(kernel.workspace_bytes(workload_.problem, tiling)));
   const DsaReferenceOutput* ref = nullptr;
