@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "plan/bf16.h"
+#include "base/bf16.h"
 
 namespace mlakit {
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "kernels/common/workbench_kernels.h"
+#include "kernels/workbench/timing_kernels.h"
 
 #if defined(MLAKIT_HAVE_CUPTI)
 #include <cupti.h>

@@ -10,7 +10,7 @@
 #include "io/json.h"
 #include "mlakit/device.h"
 #include "mlakit/status.h"
-#include "plan/dsa_cost.h"
+#include "plan/dsa/cost.h"
 #include "workbench/session.h"
 #include "workbench/timer.h"
 

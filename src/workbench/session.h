@@ -11,10 +11,10 @@
 
 #include "mlakit/dsa.h"
 #include "reference/compare.h"
-#include "reference/dsa_reference.h"
+#include "reference/dsa/reference.h"
 #include "runtime/registry.h"
 #include "workbench/timer.h"
-#include "workloads/suites.h"
+#include "workloads/dsa/suites.h"
 
 namespace mlakit {
 

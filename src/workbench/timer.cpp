@@ -9,7 +9,7 @@
 #include <map>
 #include <mutex>
 
-#include "kernels/common/workbench_kernels.h"
+#include "kernels/workbench/timing_kernels.h"
 #include "workbench/cupti_spans.h"
 #include "workbench/nvml.h"
 #include "workbench/profiling.h"

@@ -13,7 +13,7 @@
 #include "mlakit/device.h"
 #include "runtime/registry.h"
 #include "workbench/timer.h"
-#include "workloads/suites.h"
+#include "workloads/dsa/suites.h"
 
 namespace mlakit {
 

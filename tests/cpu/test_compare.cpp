@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "plan/bf16.h"
+#include "base/bf16.h"
 #include "reference/compare.h"
 
 namespace mlakit {

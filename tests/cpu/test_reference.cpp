@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/bf16.h"
-#include "reference/dsa_reference.h"
+#include "base/bf16.h"
+#include "reference/dsa/reference.h"
 #include "reference/lse_merge.h"
 
 namespace mlakit {

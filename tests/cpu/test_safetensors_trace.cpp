@@ -13,7 +13,7 @@
 #include "io/file.h"
 #include "io/json.h"
 #include "io/safetensors.h"
-#include "io/trace.h"
+#include "workloads/dsa/trace.h"
 
 namespace mlakit {
 namespace {

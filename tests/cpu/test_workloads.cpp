@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "io/json.h"
-#include "plan/bf16.h"
-#include "workloads/suites.h"
+#include "base/bf16.h"
+#include "workloads/dsa/suites.h"
 
 namespace mlakit {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "kernels/common/workbench_kernels.h"
+#include "kernels/workbench/timing_kernels.h"
 #include "mlakit/device.h"
 #include "workbench/cupti_spans.h"
 #include "workbench/nvml.h"

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "common.h"
-#include "io/trace.h"
-#include "plan/dsa_cost.h"
+#include "workloads/dsa/trace.h"
+#include "plan/dsa/cost.h"
 #include "workbench/ceiling.h"
 #include "workbench/profiling.h"
 #include "workbench/report.h"

@@ -6,7 +6,7 @@
 #include "kernels/dsa_decode/check_indices.h"
 #include "mlakit/device.h"
 #include "mlakit/dsa.h"
-#include "plan/dsa_indices.h"
+#include "plan/dsa/indices.h"
 #include "runtime/registry.h"
 #include "runtime/tune_cache.h"
 

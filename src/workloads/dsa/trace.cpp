@@ -1,4 +1,4 @@
-#include "io/trace.h"
+#include "workloads/dsa/trace.h"
 
 #include <algorithm>
 #include <climits>
@@ -8,7 +8,7 @@
 #include "io/file.h"
 #include "io/json.h"
 #include "io/safetensors.h"
-#include "workloads/synth.h"
+#include "workloads/dsa/synth.h"
 
 namespace mlakit::io {
 

@@ -3,7 +3,7 @@
 // the latent rows. Rows are visited in blocks small enough to stay in the core's L2 while all
 // heads use them. Tokens are spread over std::threads; each token is computed by one thread in a
 // fixed order, so the result does not depend on the thread count.
-#include "reference/dsa_reference.h"
+#include "reference/dsa/reference.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "plan/bf16.h"
-#include "plan/dsa_indices.h"
+#include "base/bf16.h"
+#include "plan/dsa/indices.h"
 
 namespace mlakit {
 

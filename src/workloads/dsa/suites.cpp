@@ -1,9 +1,9 @@
 // Suite dispatch, dsa-serving, the one-off synthetic workload of `mlakit run`, and valid counts.
-#include "workloads/suites.h"
+#include "workloads/dsa/suites.h"
 
 #include <algorithm>
 
-#include "workloads/synth.h"
+#include "workloads/dsa/synth.h"
 
 namespace mlakit {
 

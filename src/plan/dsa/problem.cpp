@@ -4,7 +4,7 @@
 #include <string>
 
 #include "mlakit/dsa.h"
-#include "plan/dsa_indices.h"
+#include "plan/dsa/indices.h"
 
 namespace mlakit {
 

@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "plan/bf16.h"
-#include "workloads/suites.h"
-#include "workloads/synth.h"
+#include "base/bf16.h"
+#include "workloads/dsa/suites.h"
+#include "workloads/dsa/synth.h"
 
 namespace mlakit {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "workloads/synth.h"
+#include "workloads/dsa/synth.h"
 
 namespace mlakit::synth {
 

@@ -2,11 +2,11 @@
 // generated contest_table.inc; index values synthesized per docs/workloads.md.
 #include <cstdio>
 
-#include "workloads/synth.h"
+#include "workloads/dsa/synth.h"
 
 namespace mlakit {
 namespace contest {
-#include "workloads/contest_table.inc"
+#include "workloads/dsa/contest_table.inc"
 }  // namespace contest
 
 namespace synth {

@@ -1,4 +1,4 @@
-#include "plan/dsa_cost.h"
+#include "plan/dsa/cost.h"
 
 namespace mlakit {
 

@@ -1,7 +1,7 @@
 // Device helpers of the workbench: cold-L2 flush, busy-wait, spin of known span.
 // All three are tiny and arch-neutral; %globaltimer is the GPU's nanosecond wall clock (its
 // update granularity is about 1 us on Hopper, finer than any span they are used for).
-#include "kernels/common/workbench_kernels.h"
+#include "kernels/workbench/timing_kernels.h"
 
 namespace {
 

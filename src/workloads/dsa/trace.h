@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "mlakit/status.h"
-#include "workloads/suites.h"
+#include "workloads/dsa/suites.h"
 
 namespace mlakit::io {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "mlakit/dsa.h"
-#include "workloads/suites.h"
+#include "workloads/dsa/suites.h"
 
 namespace mlakit::synth {
 

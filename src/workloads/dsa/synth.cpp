@@ -1,4 +1,4 @@
-#include "workloads/synth.h"
+#include "workloads/dsa/synth.h"
 
 #include <algorithm>
 #include <numeric>
