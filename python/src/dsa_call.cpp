@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <nanobind/stl/string.h>
 
+#include "base/cuda_status.h"
 #include "caches.h"
 #include "mlakit/dsa.h"
 #include "py_errors.h"
@@ -184,7 +185,7 @@ cudaStream_t resolve_stream(nb::handle stream, const dl::ExchangeApi* api, int d
 
 [[noreturn]] void raise_cuda(const char* what, cudaError_t e) {
   cudaGetLastError();  // a failed query is not a sticky error; leave no trace for the next call
-  raise(PyExc_RuntimeError, std::string(what) + ": " + cudaGetErrorString(e));
+  raise(PyExc_RuntimeError, cuda_status(e, what).message());
 }
 
 // Makes `device` current for the launch (kernels go to the current device's context) and puts

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/cuda_status.h"
 #include "mlakit/device.h"
 
 namespace mlakit {
@@ -100,8 +101,7 @@ Status query_device(int device, DeviceFacts* out) {
     return Status::invalid_argument("device: expected 0.." + std::to_string(n - 1) + ", got " +
                                     std::to_string(device));
   cudaDeviceProp prop;
-  if (cudaError_t e = cudaGetDeviceProperties(&prop, device); e != cudaSuccess)
-    return Status::device_error(std::string("cudaGetDeviceProperties: ") + cudaGetErrorString(e));
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
   DeviceFacts f;
   f.name = prop.name;
   f.sm_major = prop.major;

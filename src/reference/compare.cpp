@@ -4,16 +4,11 @@
 #include <cstdio>
 
 #include "base/bf16.h"
+#include "base/format.h"
 
 namespace mlakit {
 
 namespace {
-
-std::string fmt_err(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.1e", v);
-  return buf;
-}
 
 // One element of the contest rule; true when it passes.
 bool check_element(double a, double e, const Tolerance& tol, bool allow_neg_inf, CompareReport* r) {
@@ -48,7 +43,7 @@ CompareReport compare_impl(Load load, const double* expected, int64_t n, const T
 }  // namespace
 
 std::string CompareReport::summary() const {
-  const std::string errs = "max abs " + fmt_err(max_abs_err) + ", max rel " + fmt_err(max_rel_err);
+  const std::string errs = "max abs " + format_sci(max_abs_err, 1) + ", max rel " + format_sci(max_rel_err, 1);
   if (ok()) return "ok: " + std::to_string(count) + " elements, " + errs;
   return "FAILED " + std::to_string(num_failed) + " of " + std::to_string(count) + " elements (first " +
          first_failure_detail + "), " + errs;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/cuda_status.h"
+#include "base/format.h"
 #include "kernels/dsa_decode/v1_splitk/launch.h"
 #include "kernels/dsa_decode/v1_splitk/traits.h"
 #include "runtime/registry.h"
@@ -20,12 +22,6 @@ int split_len(const DsaProblem& p, const DsaTiling& t) {
   return ceil_div(ceil_div(p.topk, t.num_splits), v1::kBlockN) * v1::kBlockN;
 }
 int effective_splits(const DsaProblem& p, const DsaTiling& t) { return ceil_div(p.topk, split_len(p, t)); }
-
-std::string kb(size_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f KB", bytes / 1024.0);
-  return buf;
-}
 
 class DsaV1SplitK final : public DsaKernel {
  public:
@@ -79,14 +75,14 @@ class DsaV1SplitK final : public DsaKernel {
     const size_t smem = v1::smem_bytes(t.stages);
     if (smem == 0) return reject("stages must be 1, 2 or 3; got " + std::to_string(t.stages));
     if (smem > size_t(dev.smem_per_block_optin))
-      return reject("shared-memory plan " + kb(smem) + " (" + std::to_string(t.stages) +
+      return reject("shared-memory plan " + format_kb(smem) + " (" + std::to_string(t.stages) +
                     " stages x 64 rows x 1168 B + Q + P + slots) exceeds the " +
-                    kb(dev.smem_per_block_optin) + " per-block limit of " + dev.describe());
+                    format_kb(dev.smem_per_block_optin) + " per-block limit of " + dev.describe());
     if (t.stages > 2) return reject("stages=" + std::to_string(t.stages) + " is not instantiated (1 or 2)");
     const int min_blocks = t.stages == 1 ? 2 : 1;  // __launch_bounds__ of the instantiation
     if (size_t(min_blocks) * smem > size_t(dev.smem_per_sm))
-      return reject(std::to_string(min_blocks) + " CTAs x " + kb(smem) + " exceed the " +
-                    kb(dev.smem_per_sm) + " shared memory of one SM");
+      return reject(std::to_string(min_blocks) + " CTAs x " + format_kb(smem) + " exceed the " +
+                    format_kb(dev.smem_per_sm) + " shared memory of one SM");
     const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (v1::kThreads * min_blocks));
     if (reg_cap < 125)  // ptxas: 140 registers with 2 stages, 125 under the 2-CTA cap of 1 stage
       return reject(std::to_string(min_blocks) + " CTAs x " + std::to_string(v1::kThreads) +
@@ -117,11 +113,11 @@ class DsaV1SplitK final : public DsaKernel {
                   "%s %s: split kernel grid %d x %d (tokens x splits of %d slots), %d threads, "
                   "%s shared memory, %d stage(s) of 64 rows; %s; workspace %s",
                   info().key.c_str(), t.name().c_str(), p.num_tokens, splits, split_len(p, t),
-                  v1::kThreads, kb(v1::smem_bytes(t.stages)).c_str(), t.stages,
+                  v1::kThreads, format_kb(v1::smem_bytes(t.stages)).c_str(), t.stages,
                   splits > 1 ? ("merge kernel grid " + std::to_string(p.num_tokens) + " x " +
                                 std::to_string(t.merge_head_groups) + " (PDL)").c_str()
                              : "fused epilogue, no merge",
-                  kb(workspace_bytes(p, t)).c_str());
+                  format_kb(workspace_bytes(p, t)).c_str());
     return buf;
   }
 
@@ -153,9 +149,7 @@ class DsaV1SplitK final : public DsaKernel {
     a.num_splits = splits;
     a.split_len = split_len(p, t);
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
-    if (cudaError_t e = v1::launch(a, t.stages, t.merge_head_groups, stream); e != cudaSuccess)
-      return Status::device_error(info().key + " launch failed: " + cudaGetErrorString(e));
-    return Status::ok();
+    return cuda_status(v1::launch(a, t.stages, t.merge_head_groups, stream), info().key + " launch");
   }
 };
 

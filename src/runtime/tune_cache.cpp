@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/run_info.h"
 #include "io/file.h"
 #include "io/json.h"
 
@@ -14,11 +15,6 @@ namespace {
 
 constexpr const char* kFormat = "mlakit.tune";
 constexpr int64_t kVersion = 1;
-
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 std::string entry_key(const std::string& device, const std::string& kernel, const std::string& bucket) {
   return device + '\x1f' + kernel + '\x1f' + bucket;
@@ -30,14 +26,6 @@ Status corrupt(const std::string& origin, const std::string& what) {
 }
 
 }  // namespace
-
-std::string user_cache_dir() {
-  if (std::string d = env_or_empty("MLAKIT_CACHE_DIR"); !d.empty()) return d;
-  if (std::string x = env_or_empty("XDG_CACHE_HOME"); !x.empty()) return x + "/mlakit";
-  std::string home = env_or_empty("HOME");
-  if (home.empty()) home = "/tmp";
-  return home + "/.cache/mlakit";
-}
 
 std::string default_tune_cache_path() { return user_cache_dir() + "/tune.json"; }
 

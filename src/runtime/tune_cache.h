@@ -23,9 +23,6 @@
 
 namespace mlakit {
 
-// $MLAKIT_CACHE_DIR, else $XDG_CACHE_HOME/mlakit, else $HOME/.cache/mlakit (empty variables
-// count as unset). Not created here.
-std::string user_cache_dir();
 std::string default_tune_cache_path();  // user_cache_dir() + "/tune.json"
 
 // The smallest power of two >= num_tokens (1 for num_tokens <= 1).

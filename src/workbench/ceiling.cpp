@@ -7,11 +7,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/cuda_status.h"
+#include "base/run_info.h"
 #include "io/file.h"
 #include "io/json.h"
 #include "mlakit/device.h"
-#include "runtime/tune_cache.h"
-#include "workbench/report.h"
 #include "workbench/timer.h"
 
 namespace mlakit {
@@ -25,11 +25,6 @@ constexpr size_t kMaxCopyBytes = size_t(1) << 30;
 constexpr size_t kMinCopyBytes = size_t(64) << 20;
 constexpr int kWarmup = 2;
 constexpr int kRepeats = 10;
-
-Status cuda_status(cudaError_t e, const std::string& what) {
-  if (e == cudaSuccess) return Status::ok();
-  return Status::device_error(what + ": " + cudaGetErrorString(e));
-}
 
 std::string resolve(const std::string& cache_path) {
   return cache_path.empty() ? default_ceiling_cache_path() : cache_path;

@@ -9,6 +9,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/cuda_status.h"
+
 namespace mlakit {
 namespace {
 
@@ -78,9 +80,8 @@ Status nvml_sample(int cuda_device, NvmlSample* out) {
   const Nvml& lib = nvml();
   if (!lib.loaded) return Status::unsupported(lib.error);
   char bus_id[32] = {0};
-  const cudaError_t ce = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), cuda_device);
-  if (ce != cudaSuccess)
-    return Status::device_error(std::string("cudaDeviceGetPCIBusId: ") + cudaGetErrorString(ce));
+  MLAKIT_RETURN_IF_ERROR(
+      cuda_status(cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), cuda_device), "cudaDeviceGetPCIBusId"));
   NvmlDevice dev = nullptr;
   int rc = lib.handle_by_pci(bus_id, &dev);
   if (rc != kNvmlSuccess)

@@ -12,12 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include <nvtx3/nvToolsExt.h>
+
+#include "base/run_info.h"
 
 extern char** environ;
 
@@ -29,15 +30,6 @@ std::atomic<bool> g_nvtx_enabled{false};
 bool is_executable(const std::string& path) {
   std::error_code ec;
   return std::filesystem::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
-}
-
-std::string timestamp_for_file() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
-  return buf;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -184,7 +176,7 @@ int reexec_under_ncu(const std::vector<std::string>& argv, const NcuOptions& opt
   NcuOptions opt = options;
   if (opt.report_path.empty()) {
     const std::string command = argv.size() > 1 ? argv[1] : "mlakit";
-    opt.report_path = "out/prof/" + command + "-" + timestamp_for_file();
+    opt.report_path = "out/prof/" + command + "-" + file_timestamp();
   }
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::path(opt.report_path).parent_path();

@@ -9,13 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <sstream>
 #include <tuple>
 
+#include "base/format.h"
+#include "base/run_info.h"
 #include "io/file.h"
 
 extern char** environ;
@@ -31,32 +31,6 @@ double round_to(double x, int decimals) {
   return std::round(x * scale) / scale;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs `command` through the shell; its stdout, trailing newline removed; "" on failure.
-std::string capture(const std::string& command, int* exit_code) {
-  *exit_code = -1;
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) return "";
-  std::string out;
-  char buf[256];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  const int rc = pclose(p);
-  *exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
-std::string exe_dir() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : exe.parent_path().string();
-}
-
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string q = "\"";
@@ -64,51 +38,7 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-std::string num(double x, int decimals) {
-  if (!std::isfinite(x)) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  return buf;
-}
-
-std::string sci(double x) {
-  if (!std::isfinite(x)) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3e", x);
-  return buf;
-}
-
 }  // namespace
-
-std::string git_revision() {
-  static std::once_flag once;
-  static std::string revision = "unknown";
-  std::call_once(once, [] {
-    std::vector<std::string> dirs;
-    if (std::string d = exe_dir(); !d.empty()) dirs.push_back(d);
-    dirs.push_back(".");
-    for (const std::string& d : dirs) {
-      int rc = 0;
-      const std::string git = "git -C " + shell_quote(d) + " ";
-      const std::string rev = capture(git + "rev-parse --short HEAD 2>/dev/null", &rc);
-      if (rc != 0 || rev.empty()) continue;
-      const std::string changes =
-          capture(git + "status --porcelain --untracked-files=no 2>/dev/null", &rc);
-      revision = rev + (rc == 0 && !changes.empty() ? "+dirty" : "");
-      return;
-    }
-  });
-  return revision;
-}
-
-std::string utc_timestamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 void apply_roofline(const DsaCost& cost, double ceiling_gbps, BenchRecord* r) {
   r->bytes = cost.gathered_bytes;
@@ -243,11 +173,11 @@ std::string to_csv_row(const BenchRecord& r) {
   std::vector<std::string> f = {
       r.git, r.time, r.kernel_key, r.tiling, r.suite, r.workload, r.shape,
       std::to_string(r.num_tokens), r.device, std::to_string(r.sm_clock_mhz), r.throttle, r.method,
-      std::to_string(r.iters), num(r.median_us, 3), num(r.p10_us, 3), num(r.p90_us, 3),
-      num(r.mean_us, 3), num(r.host_us, 3), num(r.bytes, 0), num(r.flops, 0), num(r.gbps, 1),
-      num(r.tflops, 3), num(r.ceiling_gbps, 1), num(r.pct_of_ceiling, 2),
+      std::to_string(r.iters), format_fixed(r.median_us, 3), format_fixed(r.p10_us, 3), format_fixed(r.p90_us, 3),
+      format_fixed(r.mean_us, 3), format_fixed(r.host_us, 3), format_fixed(r.bytes, 0), format_fixed(r.flops, 0), format_fixed(r.gbps, 1),
+      format_fixed(r.tflops, 3), format_fixed(r.ceiling_gbps, 1), format_fixed(r.pct_of_ceiling, 2),
       r.verify_ran ? (r.verified ? "true" : "false") : "",
-      r.verify_ran ? sci(r.max_abs_err_output) : "", r.verify_ran ? sci(r.max_abs_err_lse) : ""};
+      r.verify_ran ? format_sci(r.max_abs_err_output, 3) : "", r.verify_ran ? format_sci(r.max_abs_err_lse, 3) : ""};
   std::string row;
   for (size_t i = 0; i < f.size(); ++i) {
     if (i) row += ',';
@@ -321,7 +251,7 @@ std::string format_bench_table(const std::vector<BenchRecord>& records) {
   os << line;
   for (const BenchRecord& r : records) {
     const std::string check = r.verify_ran ? (r.verified ? "ok" : "FAIL") : "-";
-    const std::string pct = r.ceiling_gbps > 0 ? num(r.pct_of_ceiling, 1) : "-";
+    const std::string pct = r.ceiling_gbps > 0 ? format_fixed(r.pct_of_ceiling, 1) : "-";
     const std::string mhz = r.sm_clock_mhz > 0 ? std::to_string(r.sm_clock_mhz) : "-";
     std::snprintf(line, sizeof line, "%-14s %-30s %-12s %4d %9.2f %9.2f %9.2f %8.0f %6s %6s %-6s %-8s %s%s\n",
                   r.workload.c_str(), r.kernel_key.c_str(), r.tiling.c_str(), r.num_tokens,
@@ -351,7 +281,7 @@ Status find_plot_script(std::string* path) {
   std::vector<std::string> candidates;
   if (const char* src = std::getenv("MLAKIT_SOURCE_DIR"); src && *src)
     candidates.push_back(std::string(src) + "/scripts/plot_report.py");
-  if (std::string d = exe_dir(); !d.empty()) {
+  if (std::string d = executable_dir(); !d.empty()) {
     candidates.push_back(d + "/../scripts/plot_report.py");
     candidates.push_back(d + "/../../scripts/plot_report.py");
   }

@@ -44,12 +44,6 @@ struct BenchRecord {
   double max_abs_err_lse = 0;
 };
 
-// The short git revision of the tree this binary was built from, "unknown" when git or the
-// repository is not there. Runs git once per process (from the executable's folder, then cwd).
-std::string git_revision();
-// Now, UTC, ISO 8601: "2026-11-21T10:04:05Z".
-std::string utc_timestamp();
-
 // Everything a record holds, from the parts a bench run has. `verify` may be null (not run);
 // `ceiling_gbps` <= 0 leaves the % of ceiling at 0.
 BenchRecord make_bench_record(const std::string& suite, const DsaWorkload& workload,

@@ -5,15 +5,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/cuda_status.h"
 #include "mlakit/device.h"
 
 namespace mlakit {
 namespace {
-
-Status cuda(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status::ok();
-  return Status::device_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 // A device allocation that grows on demand and frees itself.
 struct DeviceBuffer {
@@ -27,14 +23,14 @@ struct DeviceBuffer {
     if (ptr) cudaFree(ptr);
     ptr = nullptr;
     bytes = 0;
-    MLAKIT_RETURN_IF_ERROR(cuda(cudaMalloc(&ptr, want), what));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&ptr, want), what));
     bytes = want;
     return Status::ok();
   }
   template <class T>
   Status upload(const std::vector<T>& host, const char* what) {
     MLAKIT_RETURN_IF_ERROR(reserve(host.size() * sizeof(T), what));
-    return cuda(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), what);
+    return cuda_status(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), what);
   }
 };
 
@@ -69,7 +65,7 @@ Status DsaSession::prepare(const DsaWorkload& w) {
   if (!has_device_) return Status::ok();
   if (!dev_) {
     dev_ = std::make_unique<DeviceState>();
-    MLAKIT_RETURN_IF_ERROR(cuda(cudaStreamCreateWithFlags(&dev_->stream, cudaStreamNonBlocking),
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&dev_->stream, cudaStreamNonBlocking),
                                 "cudaStreamCreate"));
   }
   DeviceState& d = *dev_;
@@ -131,7 +127,7 @@ GpuCall DsaSession::call(const DsaKernel& kernel, const DsaTiling& tiling) {
 Status DsaSession::verify(const DsaKernel& kernel, const DsaTiling& tiling, VerifyResult* result) {
   if (!has_device_ || !dev_) return Status::unsupported("verify needs a CUDA device; none is visible");
   int device = 0;
-  MLAKIT_RETURN_IF_ERROR(cuda(cudaGetDevice(&device), "cudaGetDevice"));
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
   DeviceFacts facts;
   MLAKIT_RETURN_IF_ERROR(cached_device_facts(device, &facts));
   MLAKIT_RETURN_IF_ERROR(kernel.validate(workload_.problem, tiling, facts));
@@ -148,14 +144,14 @@ Status DsaSession::verify(const DsaKernel& kernel, const DsaTiling& tiling, Veri
   std::vector<float> lse[2] = {std::vector<float>(rows), std::vector<float>(rows)};
   for (int i = 0; i < 2; ++i) {
     // 0xFF bytes are NaN in bf16 and fp32: an element the kernel does not write fails the check.
-    MLAKIT_RETURN_IF_ERROR(cuda(cudaMemsetAsync(d.out.ptr, 0xFF, out_elems * 2, d.stream), "poison output"));
-    MLAKIT_RETURN_IF_ERROR(cuda(cudaMemsetAsync(d.lse.ptr, 0xFF, rows * 4, d.stream), "poison lse"));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(d.out.ptr, 0xFF, out_elems * 2, d.stream), "poison output"));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(d.lse.ptr, 0xFF, rows * 4, d.stream), "poison lse"));
     MLAKIT_RETURN_IF_ERROR(run(d.stream));
-    MLAKIT_RETURN_IF_ERROR(cuda(cudaMemcpyAsync(out[i].data(), d.out.ptr, out_elems * 2,
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(out[i].data(), d.out.ptr, out_elems * 2,
                                                 cudaMemcpyDeviceToHost, d.stream), "output download"));
-    MLAKIT_RETURN_IF_ERROR(cuda(cudaMemcpyAsync(lse[i].data(), d.lse.ptr, rows * 4,
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(lse[i].data(), d.lse.ptr, rows * 4,
                                                 cudaMemcpyDeviceToHost, d.stream), "lse download"));
-    MLAKIT_RETURN_IF_ERROR(cuda(cudaStreamSynchronize(d.stream), kernel.info().key.c_str()));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(d.stream), kernel.info().key.c_str()));
   }
   result->workload = workload_.name;
   result->output = compare_contest_bf16(out[0].data(), ref->output.data(), int64_t(out_elems));

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/cuda_status.h"
 #include "kernels/workbench/timing_kernels.h"
 #include "workbench/cupti_spans.h"
 #include "workbench/nvml.h"
@@ -29,11 +30,6 @@ constexpr double kBusyWaitMaxUs = 20000;
 constexpr int kHostCostCalls = 20;
 // Without an L2 size from the device, flush 2 x 64 MiB (more than any Hopper L2).
 constexpr size_t kFallbackL2Bytes = size_t(64) << 20;
-
-Status cuda_status(cudaError_t e, const std::string& what) {
-  if (e == cudaSuccess) return Status::ok();
-  return Status::device_error(what + ": " + cudaGetErrorString(e));
-}
 
 struct FlushBuffer {
   void* ptr = nullptr;

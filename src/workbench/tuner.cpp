@@ -8,18 +8,15 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/cuda_status.h"
+#include "base/format.h"
+#include "base/run_info.h"
 #include "runtime/tune_cache.h"
 #include "workbench/report.h"
 #include "workbench/session.h"
 
 namespace mlakit {
 namespace {
-
-std::string fmt_us(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f us", us);
-  return buf;
-}
 
 // Verifies (when asked) and times one tiling on the session's current workload.
 Status evaluate(DsaSession& session, const DsaKernel& kernel, const DsaTiling& tiling,
@@ -44,10 +41,10 @@ Status evaluate(DsaSession& session, const DsaKernel& kernel, const DsaTiling& t
 
 // After a kernel fault the CUDA context is unusable: every later tiling would "fail" too.
 Status context_alive(const std::string& after) {
-  const cudaError_t e = cudaDeviceSynchronize();
-  if (e == cudaSuccess) return Status::ok();
-  return Status::device_error("the CUDA context is unusable after " + after + " (" +
-                              cudaGetErrorString(e) + "); re-run the tuner without that tiling");
+  const Status st = cuda_status(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  if (st) return st;
+  return Status::device_error("the CUDA context is unusable after " + after + " (" + st.message() +
+                              "); re-run the tuner without that tiling");
 }
 
 }  // namespace
@@ -161,7 +158,7 @@ Status tune_dsa(const DsaKernel& kernel, const TuneOptions& o, TuneReport* repor
           continue;
         }
         c.median_us.push_back(us);
-        if (o.verbose) log("    " + w.name + " " + c.tiling.name() + ": " + fmt_us(us));
+        if (o.verbose) log("    " + w.name + " " + c.tiling.name() + ": " + format_us(us));
         if (best_name.empty() || us < best) {
           best = us;
           best_name = c.tiling.name();
@@ -187,7 +184,7 @@ Status tune_dsa(const DsaKernel& kernel, const TuneOptions& o, TuneReport* repor
       }
       log("[tune]   " + br.bucket + " workload " + std::to_string(j + 1) + "/" +
           std::to_string(group.workloads.size()) + " " + w.name +
-          (best_name.empty() ? ": no tiling ran" : ": best " + best_name + " " + fmt_us(best)) +
+          (best_name.empty() ? ": no tiling ran" : ": best " + best_name + " " + format_us(best)) +
           " (" + elapsed() + ")");
     }
     if (default_known && !group.workloads.empty()) br.default_us = default_sum / group.workloads.size();
@@ -208,8 +205,8 @@ Status tune_dsa(const DsaKernel& kernel, const TuneOptions& o, TuneReport* repor
       br.decision = "no tiling ran on every workload; cache unchanged";
     } else if (br.default_us > 0 && br.winner_us >= br.default_us) {
       const bool removed = cache.erase(o.device.name, kernel.info().key, br.bucket);
-      br.decision = "the built-in default (" + fmt_us(br.default_us) + ") is as fast as the best fixed tiling " +
-                    br.winner.name() + " (" + fmt_us(br.winner_us) + "): " +
+      br.decision = "the built-in default (" + format_us(br.default_us) + ") is as fast as the best fixed tiling " +
+                    br.winner.name() + " (" + format_us(br.winner_us) + "): " +
                     (removed ? "old entry removed" : "no entry written");
       if (removed) {
         MLAKIT_RETURN_IF_ERROR(cache.save(report->cache_path));
@@ -232,8 +229,8 @@ Status tune_dsa(const DsaKernel& kernel, const TuneOptions& o, TuneReport* repor
       MLAKIT_RETURN_IF_ERROR(cache.save(report->cache_path));
       reload_tune_cache();
       br.written = true;
-      br.decision = "wrote " + br.winner.name() + " (" + fmt_us(br.winner_us) +
-                    (br.default_us > 0 ? ", default " + fmt_us(br.default_us) : std::string(", default unknown")) +
+      br.decision = "wrote " + br.winner.name() + " (" + format_us(br.winner_us) +
+                    (br.default_us > 0 ? ", default " + format_us(br.default_us) : std::string(", default unknown")) +
                     ")";
     }
     log("[tune] " + br.bucket + ": " + br.decision);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/run_info.h"
 #include "io/json.h"
 #include "workbench/ceiling.h"
 #include "workbench/cupti_spans.h"

@@ -203,10 +203,10 @@ std::vector<int32_t> some_indices(int T, int valid, int32_t base) {
 class TraceDataset : public ::testing::Test {
  protected:
   void SetUp() override {
-    def_ = io::kDsaDefinitionPs64;
+    def_ = kDsaDefinitionPs64;
     write_text(dir_ / ("definitions/dsa_paged/" + def_ + ".json"), definition_json(def_, 64));
     write_text(dir_ / "definitions/dsa_paged/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps1.json",
-               definition_json(io::kDsaDefinitionPs1, 1));
+               definition_json(kDsaDefinitionPs1, 1));
     write_text(dir_ / "definitions/gemm/gemm_n4096.json", R"({"name": "gemm_n4096", "axes": {}})");
     idx_a_ = some_indices(2, 100, 0);
     idx_b_ = some_indices(1, 7, 6400);
@@ -221,11 +221,11 @@ class TraceDataset : public ::testing::Test {
     write_text(dir_ / ("workloads/dsa_paged/" + def_ + ".jsonl"), lines_);
   }
 
-  Status load(DsaSuite* s, const std::string& def = io::kDsaDefinitionPs64) {
-    io::DsaTraceOptions o;
+  Status load(DsaSuite* s, const std::string& def = kDsaDefinitionPs64) {
+    DsaTraceOptions o;
     o.definition = def;
     o.seed = 5;
-    return io::load_dsa_trace(dir_.path(), o, s);
+    return load_dsa_trace(dir_.path(), o, s);
   }
 
   TempDir dir_;
@@ -261,15 +261,15 @@ TEST_F(TraceDataset, ReadsWorkloadsAxesIndicesAndScale) {
   EXPECT_EQ(again.workloads[2].indices, r.indices);
 
   std::vector<std::string> names;
-  ASSERT_TRUE(io::list_dsa_trace_definitions(dir_.path(), &names).is_ok());
-  EXPECT_EQ(names, (std::vector<std::string>{io::kDsaDefinitionPs1, io::kDsaDefinitionPs64}));
+  ASSERT_TRUE(list_dsa_trace_definitions(dir_.path(), &names).is_ok());
+  EXPECT_EQ(names, (std::vector<std::string>{kDsaDefinitionPs1, kDsaDefinitionPs64}));
 }
 
 TEST_F(TraceDataset, PageSize1Definition) {
-  write_text(dir_ / ("workloads/dsa_paged/" + std::string(io::kDsaDefinitionPs1) + ".jsonl"),
-             workload_line(io::kDsaDefinitionPs1, "uuid-p", 2, 541568, json::Value::object().set("type", "random"), 0.1));
+  write_text(dir_ / ("workloads/dsa_paged/" + std::string(kDsaDefinitionPs1) + ".jsonl"),
+             workload_line(kDsaDefinitionPs1, "uuid-p", 2, 541568, json::Value::object().set("type", "random"), 0.1));
   DsaSuite s;
-  const Status st = load(&s, io::kDsaDefinitionPs1);
+  const Status st = load(&s, kDsaDefinitionPs1);
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   ASSERT_EQ(s.workloads.size(), 1u);
   EXPECT_EQ(s.workloads[0].problem.page_size, 1);
@@ -315,11 +315,11 @@ TEST_F(TraceDataset, ErrorsNameFileLineAndField) {
   EXPECT_NE(st.message().find("gemm_n4096"), std::string::npos) << st.message();
 
   // Not a dataset at all.
-  io::DsaTraceOptions o;
-  st = io::load_dsa_trace(dir_ / "blob", o, &s);
+  DsaTraceOptions o;
+  st = load_dsa_trace(dir_ / "blob", o, &s);
   EXPECT_EQ(st.code(), Code::kNotFound);
   EXPECT_NE(st.message().find("no definitions/ folder"), std::string::npos) << st.message();
-  st = io::load_dsa_trace(dir_ / "nowhere", o, &s);
+  st = load_dsa_trace(dir_ / "nowhere", o, &s);
   EXPECT_EQ(st.code(), Code::kNotFound);
 }
 

@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/run_info.h"
 #include "runtime/registry.h"
 #include "runtime/tune_cache.h"
 #include "workbench/tuner.h"

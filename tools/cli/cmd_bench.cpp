@@ -213,11 +213,11 @@ int reexec_ncu(Args& args) {
 
 Status load_suite_or_trace(Args& args, uint64_t seed, std::string* title, std::vector<DsaWorkload>* out) {
   if (auto dir = args.get("trace")) {
-    io::DsaTraceOptions opts;
+    DsaTraceOptions opts;
     opts.seed = seed;
     if (auto def = args.get("definition")) opts.definition = *def;
     DsaSuite suite;
-    MLAKIT_RETURN_IF_ERROR(io::load_dsa_trace(*dir, opts, &suite));
+    MLAKIT_RETURN_IF_ERROR(load_dsa_trace(*dir, opts, &suite));
     *title = "trace " + *dir;
     *out = std::move(suite.workloads);
     return Status::ok();

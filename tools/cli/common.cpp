@@ -39,10 +39,4 @@ bool parse_tiling_option(Args& args, DsaTiling* tiling, bool* given) {
   return true;
 }
 
-std::string format_us(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", us);
-  return buf;
-}
-
 }  // namespace mlakit::cli

@@ -19,6 +19,4 @@ Status gpu_gate(const DsaKernel& kernel, DeviceFacts* facts);
 // --tiling NAME, validated for syntax; the kernel validates the rest.
 bool parse_tiling_option(Args& args, DsaTiling* tiling, bool* given);
 
-std::string format_us(double us);
-
 }  // namespace mlakit::cli

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "base/cuda_status.h"
 #include "kernels/dsa_decode/check_indices.h"
 #include "mlakit/device.h"
 #include "mlakit/dsa.h"
@@ -119,17 +120,16 @@ Status dsa_check_indices(const DsaProblem& problem, const int32_t* sparse_indice
   if (sparse_indices == nullptr) return Status::invalid_argument("sparse_indices: null pointer");
   const int64_t stride = indices_stride_t == 0 ? problem.topk : indices_stride_t;
   long long* result = nullptr;
-  if (cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&result), 3 * sizeof(long long), stream);
-      e != cudaSuccess)
-    return Status::device_error(std::string("dsa_check_indices: cudaMallocAsync: ") + cudaGetErrorString(e));
+  MLAKIT_RETURN_IF_ERROR(cuda_status(
+      cudaMallocAsync(reinterpret_cast<void**>(&result), 3 * sizeof(long long), stream),
+      "dsa_check_indices: cudaMallocAsync"));
   long long host[3] = {0, 0, 0};
   cudaError_t e = dsa_check::launch_check_indices(sparse_indices, stride, problem.num_tokens, problem.topk,
                                                   problem.num_slots(), result, stream);
   if (e == cudaSuccess) e = cudaMemcpyAsync(host, result, sizeof host, cudaMemcpyDeviceToHost, stream);
   cudaFreeAsync(result, stream);
   if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-  if (e != cudaSuccess)
-    return Status::device_error(std::string("dsa_check_indices: ") + cudaGetErrorString(e));
+  MLAKIT_RETURN_IF_ERROR(cuda_status(e, "dsa_check_indices"));
   if (host[0] == 0) return Status::ok();
   return invalid_indices_error(problem, host[0], host[1], host[2]);
 }

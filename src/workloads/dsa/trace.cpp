@@ -10,7 +10,18 @@
 #include "io/safetensors.h"
 #include "workloads/dsa/synth.h"
 
-namespace mlakit::io {
+namespace mlakit {
+
+using io::file_exists;
+using io::HostTensor;
+using io::is_directory;
+using io::join_path;
+using io::list_files;
+using io::parent_path;
+using io::read_file;
+using io::read_safetensors;
+using io::SafetensorsFile;
+using io::tensor_as_int32;
 
 namespace {
 
@@ -278,4 +289,4 @@ Status list_dsa_trace_definitions(const std::string& dataset_dir, std::vector<st
   return Status::ok();
 }
 
-}  // namespace mlakit::io
+}  // namespace mlakit

@@ -16,7 +16,7 @@
 #include "mlakit/status.h"
 #include "workloads/dsa/suites.h"
 
-namespace mlakit::io {
+namespace mlakit {
 
 inline constexpr const char* kDsaDefinitionPs64 = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64";
 inline constexpr const char* kDsaDefinitionPs1 = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps1";
@@ -36,4 +36,4 @@ Status load_dsa_trace(const std::string& dataset_dir, const DsaTraceOptions& opt
 // (their name starts with "dsa_sparse_attention"), sorted.
 Status list_dsa_trace_definitions(const std::string& dataset_dir, std::vector<std::string>* names);
 
-}  // namespace mlakit::io
+}  // namespace mlakit
