@@ -1,8 +1,12 @@
 // Registry entry of dsa_decode.v1_splitk.bf16: its search space, default tiling, validation
 // against problem and device, and the launch (device code: src/kernels/dsa_decode/v1_splitk/).
+// Every size comes from traits.h; the register need from the compiled kernel with a GPU.
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "base/cuda_status.h"
 #include "base/format.h"
@@ -22,6 +26,103 @@ int split_len(const DsaProblem& p, const DsaTiling& t) {
   return ceil_div(ceil_div(p.topk, t.num_splits), v1::kBlockN) * v1::kBlockN;
 }
 int effective_splits(const DsaProblem& p, const DsaTiling& t) { return ceil_div(p.topk, split_len(p, t)); }
+int max_splits(const DsaProblem& p) { return std::max(1, ceil_div(p.topk, v1::kBlockN)); }
+
+// "1, 2 or 3"
+std::string or_list(const std::vector<int>& values) {
+  std::string s;
+  for (size_t i = 0; i < values.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::to_string(values[i]);
+  return s;
+}
+template <int... S>
+std::vector<int> values_of(std::integer_sequence<int, S...>) { return {S...}; }
+std::vector<int> planned_stages() {
+  std::vector<int> v;
+  for (int s = 1; s <= v1::kMaxPlannedStages; ++s) v.push_back(s);
+  return v;
+}
+std::vector<int> merge_head_groups() {
+  std::vector<int> v;
+  for (int g = 1; g <= v1::kHeads; ++g)
+    if (v1::is_merge_head_groups(g)) v.push_back(g);
+  return v;
+}
+
+// Registers per thread of the `stages` instantiation: the compiled kernel's when the facts are a
+// live device's (read once per stage count), else the need traits.h documents.
+int registers_needed(int stages, const DeviceFacts& dev) {
+  if (!dev.live) return v1::documented_registers(stages);
+  static std::array<std::atomic<int>, v1::kMaxPlannedStages + 1> known{};
+  if (int regs = known[size_t(stages)].load(std::memory_order_relaxed); regs > 0) return regs;
+  cudaFuncAttributes attr;
+  if (v1::kernel_attributes(stages, &attr) != cudaSuccess || attr.numRegs <= 0) {
+    cudaGetLastError();  // no image for this device: not sticky, and the documented need holds
+    return v1::documented_registers(stages);
+  }
+  known[size_t(stages)].store(attr.numRegs, std::memory_order_relaxed);
+  return attr.numRegs;
+}
+
+Status reject(const DsaTiling& t, const std::string& why) {
+  return Status::unsupported("tiling " + t.name() + ": " + why);
+}
+
+Status check_problem(const DsaProblem& p) {
+  if (p.num_heads != v1::kHeads)
+    return Status::unsupported("v1_splitk runs 16 heads (the M of one m16n8k16 MMA); got num_heads=" +
+                               std::to_string(p.num_heads));
+  if (p.head_dim_ckv != v1::kDimV || p.head_dim_kpe != v1::kDimR)
+    return Status::unsupported("v1_splitk needs ckv 512 and kpe 64; got ckv=" +
+                               std::to_string(p.head_dim_ckv) + " kpe=" + std::to_string(p.head_dim_kpe));
+  return Status::ok();
+}
+
+// Shared memory per CTA and per SM, the instantiation, registers: what one CTA needs of the SM.
+Status check_resources(const DsaTiling& t, const DeviceFacts& dev) {
+  if (t.block_n != v1::kBlockN)
+    return reject(t, "v1_splitk tiles 64 slots (one n8 column tile of S per warp); block_n=" +
+                         std::to_string(t.block_n));
+  const size_t smem = v1::smem_bytes(t.stages);
+  if (smem == 0) return reject(t, "stages must be " + or_list(planned_stages()) + "; got " + std::to_string(t.stages));
+  if (smem > size_t(dev.smem_per_block_optin))
+    return reject(t, "shared-memory plan " + format_kb(smem) + " (" + std::to_string(t.stages) + " stages x " +
+                         std::to_string(v1::kBlockN) + " rows x " + std::to_string(v1::kKvPitch * 2) +
+                         " B + Q + P + slots) exceeds the " + format_kb(size_t(dev.smem_per_block_optin)) +
+                         " per-block limit of " + dev.describe());
+  if (!v1::is_instantiated(t.stages))
+    return reject(t, "stages=" + std::to_string(t.stages) + " is not instantiated (" +
+                         or_list(values_of(v1::InstantiatedStages{})) + ")");
+  const int ctas = v1::min_ctas_per_sm(t.stages);
+  if (size_t(ctas) * smem > size_t(dev.smem_per_sm))
+    return reject(t, std::to_string(ctas) + " CTAs x " + format_kb(smem) + " exceed the " +
+                         format_kb(size_t(dev.smem_per_sm)) + " shared memory of one SM");
+  const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (v1::kThreads * ctas));
+  const int regs = registers_needed(t.stages, dev);
+  if (reg_cap < regs)
+    return reject(t, std::to_string(ctas) + " CTAs x " + std::to_string(v1::kThreads) + " threads leave " +
+                         std::to_string(reg_cap) + " registers per thread; the " +
+                         std::to_string(t.stages) + "-stage kernel needs " + std::to_string(regs));
+  return Status::ok();
+}
+
+// How the tiling cuts topk into splits, and the merge of the splits.
+Status check_splits(const DsaProblem& p, const DsaTiling& t) {
+  if (t.num_splits < 1 || t.num_splits > max_splits(p))
+    return reject(t, "num_splits must be in [1, " + std::to_string(max_splits(p)) + "] (topk " +
+                         std::to_string(p.topk) + " in " + std::to_string(v1::kBlockN) + "-slot tiles); got " +
+                         std::to_string(t.num_splits));
+  if (split_len(p, t) > v1::kMaxSplitSlots)
+    return reject(t, "a split of " + std::to_string(split_len(p, t)) + " slots exceeds the " +
+                         std::to_string(v1::kMaxSplitSlots) + " one CTA compacts; use num_splits >= " +
+                         std::to_string(ceil_div(p.topk, v1::kMaxSplitSlots)));
+  if (!v1::is_merge_head_groups(t.merge_head_groups))
+    return reject(t, "merge_head_groups must be " + or_list(merge_head_groups()) + " (" +
+                         std::to_string(v1::kMergeThreadsPerHead) + " threads per head, at most " +
+                         std::to_string(v1::kMergeMaxThreads) + " per CTA); got " +
+                         std::to_string(t.merge_head_groups));
+  return Status::ok();
+}
 
 class DsaV1SplitK final : public DsaKernel {
  public:
@@ -35,9 +136,8 @@ class DsaV1SplitK final : public DsaKernel {
 
   std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
     std::vector<DsaTiling> out;
-    const int max_splits = std::max(1, ceil_div(p.topk, v1::kBlockN));
-    for (int splits = 1; splits <= max_splits; splits *= 2)
-      for (int stages : {1, 2, 3})
+    for (int splits = 1; splits <= max_splits(p); splits *= 2)
+      for (int stages : planned_stages())
         for (int groups : {4, 8}) {
           if (splits == 1 && groups != 4) continue;  // no merge kernel: the field is unused
           out.push_back(DsaTiling{splits, v1::kBlockN, stages, groups});
@@ -48,58 +148,20 @@ class DsaV1SplitK final : public DsaKernel {
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
     // Aim at about one CTA per SM: splits = the power of two nearest below SMs / T, within
     // [the fewest splits a CTA's 2048-slot compaction allows, one 64-slot tile per split].
-    const int max_splits = std::max(1, ceil_div(p.topk, v1::kBlockN));
     const int min_splits = ceil_div(p.topk, v1::kMaxSplitSlots);
     const int sms = dev.num_sms > 0 ? dev.num_sms : 132;
     int splits = 1;
     while (splits * 2 * p.num_tokens <= sms) splits *= 2;
-    splits = std::clamp(splits, min_splits, max_splits);
-    return DsaTiling{splits, v1::kBlockN, 2, 4};
+    splits = std::clamp(splits, min_splits, max_splits(p));
+    return DsaTiling{splits, v1::kBlockN, 2, v1::kMergeMinHeadGroups};
   }
 
   Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
-    const auto reject = [&](const std::string& why) {
-      return Status::unsupported("tiling " + t.name() + ": " + why);
-    };
     MLAKIT_RETURN_IF_ERROR(p.validate());
     MLAKIT_RETURN_IF_ERROR(check_arch(info().arch, dev));
-    if (p.num_heads != v1::kHeads)
-      return Status::unsupported("v1_splitk runs 16 heads (the M of one m16n8k16 MMA); got num_heads=" +
-                                 std::to_string(p.num_heads));
-    if (p.head_dim_ckv != v1::kDimV || p.head_dim_kpe != v1::kDimR)
-      return Status::unsupported("v1_splitk needs ckv 512 and kpe 64; got ckv=" +
-                                 std::to_string(p.head_dim_ckv) + " kpe=" + std::to_string(p.head_dim_kpe));
-    if (t.block_n != v1::kBlockN)
-      return reject("v1_splitk tiles 64 slots (one n8 column tile of S per warp); block_n=" +
-                    std::to_string(t.block_n));
-    const size_t smem = v1::smem_bytes(t.stages);
-    if (smem == 0) return reject("stages must be 1, 2 or 3; got " + std::to_string(t.stages));
-    if (smem > size_t(dev.smem_per_block_optin))
-      return reject("shared-memory plan " + format_kb(smem) + " (" + std::to_string(t.stages) +
-                    " stages x 64 rows x 1168 B + Q + P + slots) exceeds the " +
-                    format_kb(dev.smem_per_block_optin) + " per-block limit of " + dev.describe());
-    if (t.stages > 2) return reject("stages=" + std::to_string(t.stages) + " is not instantiated (1 or 2)");
-    const int min_blocks = t.stages == 1 ? 2 : 1;  // __launch_bounds__ of the instantiation
-    if (size_t(min_blocks) * smem > size_t(dev.smem_per_sm))
-      return reject(std::to_string(min_blocks) + " CTAs x " + format_kb(smem) + " exceed the " +
-                    format_kb(dev.smem_per_sm) + " shared memory of one SM");
-    const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (v1::kThreads * min_blocks));
-    if (reg_cap < 125)  // ptxas: 140 registers with 2 stages, 125 under the 2-CTA cap of 1 stage
-      return reject(std::to_string(min_blocks) + " CTAs x " + std::to_string(v1::kThreads) +
-                    " threads leave " + std::to_string(reg_cap) +
-                    " registers per thread; the kernel needs about 125");
-    const int max_splits = std::max(1, ceil_div(p.topk, v1::kBlockN));
-    if (t.num_splits < 1 || t.num_splits > max_splits)
-      return reject("num_splits must be in [1, " + std::to_string(max_splits) + "] (topk " +
-                    std::to_string(p.topk) + " in 64-slot tiles); got " + std::to_string(t.num_splits));
-    if (split_len(p, t) > v1::kMaxSplitSlots)
-      return reject("a split of " + std::to_string(split_len(p, t)) +
-                    " slots exceeds the 2048 one CTA compacts; use num_splits >= " +
-                    std::to_string(ceil_div(p.topk, v1::kMaxSplitSlots)));
-    if (t.merge_head_groups != 4 && t.merge_head_groups != 8 && t.merge_head_groups != 16)
-      return reject("merge_head_groups must be 4, 8 or 16 (64 threads per head, at most 256 per CTA); got " +
-                    std::to_string(t.merge_head_groups));
-    return Status::ok();
+    MLAKIT_RETURN_IF_ERROR(check_problem(p));
+    MLAKIT_RETURN_IF_ERROR(check_resources(t, dev));
+    return check_splits(p, t);
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
@@ -111,9 +173,9 @@ class DsaV1SplitK final : public DsaKernel {
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "%s %s: split kernel grid %d x %d (tokens x splits of %d slots), %d threads, "
-                  "%s shared memory, %d stage(s) of 64 rows; %s; workspace %s",
+                  "%s shared memory, %d stage(s) of %d rows; %s; workspace %s",
                   info().key.c_str(), t.name().c_str(), p.num_tokens, splits, split_len(p, t),
-                  v1::kThreads, format_kb(v1::smem_bytes(t.stages)).c_str(), t.stages,
+                  v1::kThreads, format_kb(v1::smem_bytes(t.stages)).c_str(), t.stages, v1::kBlockN,
                   splits > 1 ? ("merge kernel grid " + std::to_string(p.num_tokens) + " x " +
                                 std::to_string(t.merge_head_groups) + " (PDL)").c_str()
                              : "fused epilogue, no merge",
@@ -125,24 +187,11 @@ class DsaV1SplitK final : public DsaKernel {
                 cudaStream_t stream) const override {
     const int splits = effective_splits(p, t);
     v1::Params a{};
-    a.q_nope = x.q_nope;
-    a.q_pe = x.q_pe;
-    a.ckv = x.ckv_cache;
-    a.kpe = x.kpe_cache;
-    a.indices = x.sparse_indices;
-    a.out = x.output;
-    a.lse = x.lse;
+    a.io = x;
     const size_t rows = size_t(p.num_tokens) * splits * v1::kHeads;
     a.part_o = static_cast<float*>(workspace);
     a.part_m = splits > 1 ? a.part_o + rows * v1::kDimV : nullptr;
     a.part_l = splits > 1 ? a.part_m + rows : nullptr;
-    a.q_nope_stride_t = x.q_nope_stride_t;
-    a.q_nope_stride_h = x.q_nope_stride_h;
-    a.q_pe_stride_t = x.q_pe_stride_t;
-    a.q_pe_stride_h = x.q_pe_stride_h;
-    a.ckv_stride = x.ckv_stride_slot;
-    a.kpe_stride = x.kpe_stride_slot;
-    a.indices_stride = x.indices_stride_t;
     a.num_slots = p.num_slots();
     a.num_tokens = p.num_tokens;
     a.topk = p.topk;

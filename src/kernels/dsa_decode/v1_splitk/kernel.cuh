@@ -36,7 +36,7 @@ struct RowState {
 template <class Smem>
 __device__ int compact_valid_slots(const Params& p, Smem& s, int t, int begin, int len) {
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int32_t* row = p.indices + int64_t(t) * p.indices_stride + begin;
+  const int32_t* row = p.io.sparse_indices + int64_t(t) * p.io.indices_stride_t + begin;
   int32_t local[kIdxPerThread];
   int count = 0;
 #pragma unroll
@@ -75,18 +75,19 @@ __device__ int compact_valid_slots(const Params& p, Smem& s, int t, int begin, i
 __device__ __forceinline__ void copy_row(uint16_t* dst, const uint16_t* nope, const uint16_t* pe,
                                          bool valid) {
   const int lane = threadIdx.x % 32;
-  cp_async_16(dst + lane * 8, nope + lane * 8, valid);
-  cp_async_16(dst + 256 + lane * 8, nope + 256 + lane * 8, valid);
-  if (lane < kDimR / 8) cp_async_16(dst + kDimV + lane * 8, pe + lane * 8, valid);
+  cp_async_16(dst + lane * kChunkElems, nope + lane * kChunkElems, valid);
+  cp_async_16(dst + kWarpChunkElems + lane * kChunkElems, nope + kWarpChunkElems + lane * kChunkElems,
+              valid);
+  if (lane < kDimR / kChunkElems) cp_async_16(dst + kDimV + lane * kChunkElems, pe + lane * kChunkElems, valid);
 }
 
 // Q of token t (16 heads x (512 | 64)) into smem, two heads per warp; joins the caller's group.
 template <class Smem>
 __device__ void load_q(const Params& p, Smem& s, int t) {
-  const auto* q_nope = static_cast<const uint16_t*>(p.q_nope) + int64_t(t) * p.q_nope_stride_t;
-  const auto* q_pe = static_cast<const uint16_t*>(p.q_pe) + int64_t(t) * p.q_pe_stride_t;
+  const auto* q_nope = static_cast<const uint16_t*>(p.io.q_nope) + int64_t(t) * p.io.q_nope_stride_t;
+  const auto* q_pe = static_cast<const uint16_t*>(p.io.q_pe) + int64_t(t) * p.io.q_pe_stride_t;
   for (int h = threadIdx.x / 32; h < kHeads; h += kWarps)
-    copy_row(s.q + h * kKvPitch, q_nope + h * p.q_nope_stride_h, q_pe + h * p.q_pe_stride_h, true);
+    copy_row(s.q + h * kKvPitch, q_nope + h * p.io.q_nope_stride_h, q_pe + h * p.io.q_pe_stride_h, true);
 }
 
 // Gathers the rows of compacted slots [tile * 64, tile * 64 + 64) into ring stage `dst`, warp w
@@ -94,19 +95,19 @@ __device__ void load_q(const Params& p, Smem& s, int t) {
 // could be NaN).
 __device__ void gather_rows(const Params& p, const int32_t* slots, int tile, int n_valid,
                             uint16_t* dst) {
-  const auto* ckv = static_cast<const uint16_t*>(p.ckv);
-  const auto* kpe = static_cast<const uint16_t*>(p.kpe);
+  const auto* ckv = static_cast<const uint16_t*>(p.io.ckv_cache);
+  const auto* kpe = static_cast<const uint16_t*>(p.io.kpe_cache);
   const int row0 = tile * kBlockN;
 #pragma unroll
   for (int r = threadIdx.x / 32; r < kBlockN; r += kWarps) {
     const bool valid = row0 + r < n_valid;
     const int64_t slot = valid ? slots[row0 + r] : 0;
-    copy_row(dst + r * kKvPitch, ckv + slot * p.ckv_stride, kpe + slot * p.kpe_stride, valid);
+    copy_row(dst + r * kKvPitch, ckv + slot * p.io.ckv_stride_slot, kpe + slot * p.io.kpe_stride_slot, valid);
   }
 }
 
 // This warp's Q fragments (A operands) for its k-quarter: 9 k16 steps x 4 registers, loaded once.
-__device__ void load_q_fragments(const uint16_t* sq, uint32_t (&qa)[kQkSteps][4]) {
+__device__ void load_q_fragments(const uint16_t* sq, uint32_t (&qa)[kQkSteps][kAFragRegs]) {
   const int lane = threadIdx.x % 32, quarter = threadIdx.x / 32 / kQkGroups;
   const uint16_t* a_row = sq + (lane % 16) * kKvPitch + quarter * kQkSteps * 16 + (lane / 16) * 8;
 #pragma unroll
@@ -116,14 +117,14 @@ __device__ void load_q_fragments(const uint16_t* sq, uint32_t (&qa)[kQkSteps][4]
 // Partial S[16 x 32] = Q K^T over this warp's k-quarter for its 32-slot group, stored to
 // s_part[quarter]. Four n8 tiles give four independent MMA chains of 9 steps.
 template <class Smem>
-__device__ void qk_partial(Smem& s, const uint32_t (&qa)[kQkSteps][4], const uint16_t* kv) {
+__device__ void qk_partial(Smem& s, const uint32_t (&qa)[kQkSteps][kAFragRegs], const uint16_t* kv) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int group = warp % kQkGroups, quarter = warp / kQkGroups;
   const int k0 = quarter * kQkSteps * 16;
-  float acc[4][4] = {};
+  float acc[kQkTilesN][kAccRegs] = {};
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const uint16_t* b_row = kv + (group * 32 + j * 8 + lane % 8) * kKvPitch + k0 + (lane / 8) * 8;
+  for (int j = 0; j < kQkTilesN; ++j) {
+    const uint16_t* b_row = kv + (group * kQkGroupSlots + j * kMmaN + lane % 8) * kKvPitch + k0 + (lane / 8) * 8;
 #pragma unroll
     for (int k = 0; k + 1 < kQkSteps; k += 2) {  // two k16 steps per ldmatrix.x4
       uint32_t b[4];
@@ -132,15 +133,15 @@ __device__ void qk_partial(Smem& s, const uint32_t (&qa)[kQkSteps][4], const uin
       mma_bf16_16816(acc[j], qa[k + 1], b[2], b[3]);
     }
     uint32_t b0, b1;  // the odd ninth step
-    ldmatrix_x2(kv + (group * 32 + j * 8 + lane % 8) * kKvPitch + k0 + (kQkSteps - 1) * 16 +
+    ldmatrix_x2(kv + (group * kQkGroupSlots + j * kMmaN + lane % 8) * kKvPitch + k0 + (kQkSteps - 1) * 16 +
                     ((lane / 8) % 2) * 8, b0, b1);
     mma_bf16_16816(acc[j], qa[kQkSteps - 1], b0, b1);
   }
   const int g = lane / 4;
   float* out = s.s_part[quarter];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int col = group * 32 + j * 8 + 2 * (lane % 4);
+  for (int j = 0; j < kQkTilesN; ++j) {
+    const int col = group * kQkGroupSlots + j * kMmaN + 2 * (lane % 4);
     *reinterpret_cast<float2*>(out + g * kSPitch + col) = make_float2(acc[j][0], acc[j][1]);
     *reinterpret_cast<float2*>(out + (g + 8) * kSPitch + col) = make_float2(acc[j][2], acc[j][3]);
   }
@@ -154,7 +155,7 @@ template <class Smem>
 __device__ void online_softmax(Smem& s, int tile, int n_valid, float scale_log2, RowState& st,
                                float (&alpha)[2]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
-  const int col = warp * 8 + 2 * (lane % 4);
+  const int col = warp * kSoftmaxSlots + 2 * (lane % 4);
   float s_frag[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
   for (int q = 0; q < kQkQuarters; ++q) {
@@ -196,23 +197,23 @@ __device__ void online_softmax(Smem& s, int tile, int n_valid, float scale_log2,
 
 // O[16 x 64 dims of this warp] = alpha * O + P V over the 64 slots of the tile.
 __device__ void pv_mma(const uint16_t* sp, const uint16_t* kv, const float (&alpha)[2],
-                       float (&o)[8][4]) {
+                       float (&o)[kPvTilesN][kAccRegs]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < kPvTilesN; ++j) {
     o[j][0] *= alpha[0];
     o[j][1] *= alpha[0];
     o[j][2] *= alpha[1];
     o[j][3] *= alpha[1];
   }
   const uint16_t* a_row = sp + (lane % 16) * kPPitch + (lane / 16) * 8;
-  const uint16_t* b_row = kv + (lane % 16) * kKvPitch + warp * 64 + (lane / 16) * 8;
+  const uint16_t* b_row = kv + (lane % 16) * kKvPitch + warp * kPvDims + (lane / 16) * 8;
 #pragma unroll
   for (int k = 0; k < kBlockN / 16; ++k) {
     uint32_t a[4];
     ldmatrix_x4(a_row + k * 16, a);
 #pragma unroll
-    for (int pair = 0; pair < 4; ++pair) {
+    for (int pair = 0; pair < kPvTilesN / 2; ++pair) {
       uint32_t b[4];
       ldmatrix_x4_trans(b_row + k * 16 * kKvPitch + pair * 16, b);
       mma_bf16_16816(o[2 * pair], a, b[0], b[1]);
@@ -241,22 +242,22 @@ __device__ void reduce_row_sums(Smem& s, const RowState& st, float (&l_total)[2]
 
 // One split: final bf16 output and lse. Several: the unnormalised partial (O, m, l).
 __device__ void store_result(const Params& p, int t, int split, const RowState& st,
-                             const float (&l_total)[2], const float (&o)[8][4]) {
+                             const float (&l_total)[2], const float (&o)[kPvTilesN][kAccRegs]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
-  const int col = warp * 64 + 2 * (lane % 4);
+  const int col = warp * kPvDims + 2 * (lane % 4);
   if (p.num_splits == 1) {
-    auto* out = static_cast<uint32_t*>(p.out);
+    auto* out = static_cast<uint32_t*>(p.io.output);
     const float inv[2] = {1.f / l_total[0], 1.f / l_total[1]};
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int64_t base = (int64_t(t) * kHeads + g + 8 * r) * kDimV + col;
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-        out[(base + j * 8) / 2] = pack_bf16x2(o[j][2 * r] * inv[r], o[j][2 * r + 1] * inv[r]);
+      for (int j = 0; j < kPvTilesN; ++j)
+        out[(base + j * kMmaN) / 2] = pack_bf16x2(o[j][2 * r] * inv[r], o[j][2 * r + 1] * inv[r]);
     }
     if (warp == 0 && lane % 4 == 0) {
-      p.lse[t * kHeads + g] = st.m[0] + log2f(l_total[0]);
-      p.lse[t * kHeads + g + 8] = st.m[1] + log2f(l_total[1]);
+      p.io.lse[t * kHeads + g] = st.m[0] + log2f(l_total[0]);
+      p.io.lse[t * kHeads + g + 8] = st.m[1] + log2f(l_total[1]);
     }
     return;
   }
@@ -265,8 +266,8 @@ __device__ void store_result(const Params& p, int t, int split, const RowState& 
   for (int r = 0; r < 2; ++r) {
     float* dst = p.part_o + (row0 + g + 8 * r) * kDimV + col;
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
-      *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[j][2 * r], o[j][2 * r + 1]);
+    for (int j = 0; j < kPvTilesN; ++j)
+      *reinterpret_cast<float2*>(dst + j * kMmaN) = make_float2(o[j][2 * r], o[j][2 * r + 1]);
   }
   if (warp == 0 && lane % 4 == 0) {
     p.part_m[row0 + g] = st.m[0];
@@ -279,9 +280,9 @@ __device__ void store_result(const Params& p, int t, int split, const RowState& 
 // A split without a valid slot: output 0 and lse -inf, or an empty partial (l = 0, O unread).
 __device__ void store_empty(const Params& p, int t, int split) {
   if (p.num_splits == 1) {
-    auto* out = reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.out) + int64_t(t) * kHeads * kDimV);
-    for (int i = threadIdx.x; i < kHeads * kDimV / 8; i += kThreads) out[i] = make_uint4(0, 0, 0, 0);
-    if (threadIdx.x < kHeads) p.lse[t * kHeads + threadIdx.x] = -INFINITY;
+    auto* out = reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + int64_t(t) * kHeads * kDimV);
+    for (int i = threadIdx.x; i < kHeads * kDimV / kChunkElems; i += kThreads) out[i] = make_uint4(0, 0, 0, 0);
+    if (threadIdx.x < kHeads) p.io.lse[t * kHeads + threadIdx.x] = -INFINITY;
     return;
   }
   if (threadIdx.x < kHeads) {
@@ -292,7 +293,7 @@ __device__ void store_empty(const Params& p, int t, int split) {
 }
 
 template <int Stages>
-__global__ void __launch_bounds__(kThreads, Stages == 1 ? 2 : 1)
+__global__ void __launch_bounds__(kThreads, min_ctas_per_sm(Stages))
     dsa_splitk_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
@@ -315,8 +316,8 @@ __global__ void __launch_bounds__(kThreads, Stages == 1 ? 2 : 1)
     cp_async_commit();
   }
   RowState st;
-  float o[8][4] = {};
-  uint32_t qa[kQkSteps][4];
+  float o[kPvTilesN][kAccRegs] = {};
+  uint32_t qa[kQkSteps][kAFragRegs];
   for (int tile = 0; tile < num_tiles; ++tile) {
     cp_async_wait<Stages - 1>();
     __syncthreads();
@@ -341,16 +342,16 @@ __global__ void __launch_bounds__(kThreads, Stages == 1 ? 2 : 1)
 
 // Merges the splits of token t for heads [y * hpg, (y + 1) * hpg): each thread owns 8 dims of one
 // head; O = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, lse = M + log2(sum ...).
-__global__ void __launch_bounds__(256) dsa_merge_kernel(const __grid_constant__ Params p,
-                                                        int heads_per_group) {
+__global__ void __launch_bounds__(kMergeMaxThreads) dsa_merge_kernel(const __grid_constant__ Params p,
+                                                                     int heads_per_group) {
   asm volatile("griddepcontrol.wait;" ::: "memory");  // the split kernel has finished
-  const int t = blockIdx.x, h = blockIdx.y * heads_per_group + threadIdx.x / 64;
-  const int d0 = (threadIdx.x % 64) * 8;
+  const int t = blockIdx.x, h = blockIdx.y * heads_per_group + threadIdx.x / kMergeThreadsPerHead;
+  const int d0 = (threadIdx.x % kMergeThreadsPerHead) * kMergeDimsPerThread;
   const int64_t row0 = int64_t(t) * p.num_splits * kHeads + h;  // (t, split 0, h)
   float m_max = -INFINITY;
   for (int sp = 0; sp < p.num_splits; ++sp)
     if (p.part_l[row0 + sp * kHeads] > 0.f) m_max = fmaxf(m_max, p.part_m[row0 + sp * kHeads]);
-  float acc[8] = {}, l_sum = 0.f;
+  float acc[kMergeDimsPerThread] = {}, l_sum = 0.f;
   for (int sp = 0; sp < p.num_splits; ++sp) {
     const float l = p.part_l[row0 + sp * kHeads];
     if (!(l > 0.f)) continue;  // empty split: its O was never written
@@ -367,8 +368,9 @@ __global__ void __launch_bounds__(256) dsa_merge_kernel(const __grid_constant__ 
   packed.y = pack_bf16x2(acc[2] * inv, acc[3] * inv);
   packed.z = pack_bf16x2(acc[4] * inv, acc[5] * inv);
   packed.w = pack_bf16x2(acc[6] * inv, acc[7] * inv);
-  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.out) + (int64_t(t) * kHeads + h) * kDimV + d0) = packed;
-  if (threadIdx.x % 64 == 0) p.lse[t * kHeads + h] = l_sum > 0.f ? m_max + log2f(l_sum) : -INFINITY;
+  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(t) * kHeads + h) * kDimV + d0) = packed;
+  if (threadIdx.x % kMergeThreadsPerHead == 0)
+    p.io.lse[t * kHeads + h] = l_sum > 0.f ? m_max + log2f(l_sum) : -INFINITY;
 }
 
 }  // namespace mlakit::dsa_v1

@@ -1,5 +1,6 @@
 // Host launcher of v1_splitk: shared-memory opt-in once per device, the split kernel, then the
 // merge kernel as a programmatic dependent launch so its launch latency hides behind the split grid.
+// The split kernel is instantiated for exactly traits.h's InstantiatedStages, by the folds below.
 #include <atomic>
 
 #include "kernels/dsa_decode/v1_splitk/kernel.cuh"
@@ -27,11 +28,26 @@ cudaError_t launch_split(const Params& params, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+template <int... S>
+cudaError_t launch_split_of(int stages, const Params& params, cudaStream_t stream,
+                            std::integer_sequence<int, S...>) {
+  cudaError_t e = cudaErrorInvalidValue;
+  ((stages == S && ((e = launch_split<S>(params, stream)), true)) || ...);
+  return e;
+}
+
+template <int... S>
+cudaError_t attributes_of(int stages, cudaFuncAttributes* attr, std::integer_sequence<int, S...>) {
+  cudaError_t e = cudaErrorInvalidValue;
+  ((stages == S && ((e = cudaFuncGetAttributes(attr, dsa_splitk_kernel<S>)), true)) || ...);
+  return e;
+}
+
 cudaError_t launch_merge(const Params& params, int merge_head_groups, cudaStream_t stream) {
   const int heads_per_group = kHeads / merge_head_groups;
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(params.num_tokens, merge_head_groups);
-  config.blockDim = dim3(heads_per_group * 64);
+  config.blockDim = dim3(heads_per_group * kMergeThreadsPerHead);
   config.stream = stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -44,22 +60,14 @@ cudaError_t launch_merge(const Params& params, int merge_head_groups, cudaStream
 }  // namespace
 
 cudaError_t launch(const Params& params, int stages, int merge_head_groups, cudaStream_t stream) {
-  cudaError_t e = cudaErrorInvalidValue;
-  switch (stages) {
-    case 1: e = launch_split<1>(params, stream); break;
-    case 2: e = launch_split<2>(params, stream); break;
-    default: return cudaErrorInvalidValue;
-  }
+  const cudaError_t e = launch_split_of(stages, params, stream, InstantiatedStages{});
   if (e != cudaSuccess || params.num_splits == 1) return e;
   return launch_merge(params, merge_head_groups, stream);
 }
 
 cudaError_t kernel_attributes(int stages, cudaFuncAttributes* attr) {
-  switch (stages) {
-    case 1: return cudaFuncGetAttributes(attr, dsa_splitk_kernel<1>);
-    case 2: return cudaFuncGetAttributes(attr, dsa_splitk_kernel<2>);
-    default: *attr = {}; return cudaSuccess;
-  }
+  *attr = {};
+  return attributes_of(stages, attr, InstantiatedStages{});
 }
 
 }  // namespace mlakit::dsa_v1

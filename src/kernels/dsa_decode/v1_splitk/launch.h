@@ -1,4 +1,4 @@
-// Host entry of v1_splitk (host-safe declaration; defined in launch.cu).
+// Host entry of v1_splitk (host-safe declarations; defined in launch.cu).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,11 +8,13 @@
 namespace mlakit::dsa_v1 {
 
 // Launches the split kernel (grid T x num_splits) and, for num_splits > 1, the merge kernel
-// (grid T x merge_head_groups, programmatic dependent launch). Returns the CUDA error, if any.
+// (grid T x merge_head_groups, programmatic dependent launch). `stages` must be one of
+// InstantiatedStages; cudaErrorInvalidValue otherwise. Returns the CUDA error, if any.
 cudaError_t launch(const Params& params, int stages, int merge_head_groups, cudaStream_t stream);
 
-// Registers per thread and local-memory bytes of the split kernel for `stages` (0 regs when the
-// instantiation does not exist); for validation and --explain.
+// The compiled split kernel's attributes for `stages` (registers per thread, local memory), from
+// cudaFuncGetAttributes: what validation checks when a GPU is present. cudaErrorInvalidValue for
+// a stage count that is not instantiated.
 cudaError_t kernel_attributes(int stages, cudaFuncAttributes* attr);
 
 }  // namespace mlakit::dsa_v1
