@@ -186,17 +186,99 @@ Status time_with_events(Runner& r, int iters, double wait_us, ClockWatch* clocks
   return Status::ok();
 }
 
-}  // namespace
-
-Status time_gpu_call(const GpuCall& call, cudaStream_t stream, const TimingConfig& config,
-                     TimingResult* result) {
-  *result = TimingResult{};
+Status check_config(const GpuCall& call, const TimingConfig& config) {
   if (!call) return Status::invalid_argument("call: expected a callable, got an empty GpuCall");
   if (config.warmup < 0 || config.warmup > 100000)
     return Status::invalid_argument("warmup: expected 0..100000, got " + std::to_string(config.warmup));
   if (config.iters < 1 || config.iters > 100000)
     return Status::invalid_argument("iters: expected 1..100000, got " + std::to_string(config.iters));
+  return Status::ok();
+}
 
+Status warm_up(Runner& r, int warmup) {
+  ScopedNvtxRange range("mlakit.timer.warmup");
+  for (int i = 0; i < warmup; ++i) {
+    MLAKIT_RETURN_IF_ERROR(r.cold_l2());
+    MLAKIT_RETURN_IF_ERROR(r.invoke("warm-up", i));
+  }
+  return r.sync("warm-up");
+}
+
+// Host cost of one call: the wall clock of enqueuing it on an idle stream, no tracing on.
+Status measure_host_cost(Runner& r, int iters, SampleStats* host) {
+  ScopedNvtxRange range("mlakit.timer.host");
+  std::vector<double> host_us;
+  for (int i = 0; i < std::min(iters, kHostCostCalls); ++i) {
+    MLAKIT_RETURN_IF_ERROR(r.sync("host-cost"));
+    const auto t0 = std::chrono::steady_clock::now();
+    MLAKIT_RETURN_IF_ERROR(r.invoke("host-cost", i));
+    const auto t1 = std::chrono::steady_clock::now();
+    host_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  MLAKIT_RETURN_IF_ERROR(r.sync("host-cost"));
+  *host = summarize_samples(host_us);
+  return Status::ok();
+}
+
+// The config's method, unless kAuto and the environment or the build says otherwise; `note` says why.
+TimingConfig::Method choose_method(TimingConfig::Method method, std::string* note) {
+  if (method != TimingConfig::Method::kAuto) return method;
+  const char* forced = std::getenv("MLAKIT_TIMER");
+  const char* profiler = std::getenv("MLAKIT_PROFILED_BY");
+  if (forced && std::string(forced) == "events") {
+    *note = "MLAKIT_TIMER=events";
+    return TimingConfig::Method::kEvents;
+  }
+  if (forced && std::string(forced) == "cupti") return TimingConfig::Method::kCupti;
+  if (profiler && *profiler) {
+    *note = std::string("running under ") + profiler + ", which owns CUPTI";
+    return TimingConfig::Method::kEvents;
+  }
+  if (Status built = cupti_built(); !built) {
+    *note = built.message();
+    return TimingConfig::Method::kEvents;
+  }
+  return method;
+}
+
+// The timed pass: CUPTI unless the method says events; events also when CUPTI fails under kAuto.
+Status timed_pass(Runner& r, const TimingConfig& config, double wait_us, int device,
+                  std::vector<double>* samples, TimingResult* result) {
+  TimingConfig::Method method = choose_method(config.method, &result->note);
+  ClockWatch clocks{device};
+  ScopedNvtxRange range("mlakit.timer.timed");
+  if (method != TimingConfig::Method::kEvents) {
+    bool cupti_fault = false;
+    const Status st = time_with_cupti(r, config.iters, wait_us, &clocks, samples,
+                                      &result->kernels_per_call, &cupti_fault);
+    if (st) {
+      result->method = "cupti";
+    } else if (method == TimingConfig::Method::kCupti || !cupti_fault) {
+      return st;  // CUPTI was required, or the call / the stream failed
+    } else {
+      result->note = "CUPTI unusable, events used: " + st.message();
+      MLAKIT_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(r.stream()), "synchronizing after CUPTI"));
+      method = TimingConfig::Method::kEvents;
+    }
+  }
+  if (method == TimingConfig::Method::kEvents) {
+    clocks = ClockWatch{device};
+    MLAKIT_RETURN_IF_ERROR(time_with_events(r, config.iters, wait_us, &clocks, samples));
+    result->method = "events";
+  }
+  if (clocks.any) {
+    result->sm_clock_mhz = clocks.clock;
+    result->throttle = describe_throttle(clocks.mask);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status time_gpu_call(const GpuCall& call, cudaStream_t stream, const TimingConfig& config,
+                     TimingResult* result) {
+  *result = TimingResult{};
+  MLAKIT_RETURN_IF_ERROR(check_config(call, config));
   // CUPTI's activity state is process-wide, and two runs interleaving on one GPU would time
   // each other: one timing run at a time.
   static std::mutex timer_mutex;
@@ -207,80 +289,13 @@ Status time_gpu_call(const GpuCall& call, cudaStream_t stream, const TimingConfi
   FlushBuffer flush;
   if (config.cold_l2) MLAKIT_RETURN_IF_ERROR(flush_buffer(device, &flush));
   Runner r(call, stream, config, flush);
+  MLAKIT_RETURN_IF_ERROR(warm_up(r, config.warmup));
+  SampleStats host;
+  MLAKIT_RETURN_IF_ERROR(measure_host_cost(r, config.iters, &host));
+  const double wait_us = std::min(kBusyWaitMaxUs, kBusyWaitBaseUs + kBusyWaitHostFactor * host.p90);
 
-  {
-    ScopedNvtxRange range("mlakit.timer.warmup");
-    for (int i = 0; i < config.warmup; ++i) {
-      MLAKIT_RETURN_IF_ERROR(r.cold_l2());
-      MLAKIT_RETURN_IF_ERROR(r.invoke("warm-up", i));
-    }
-    MLAKIT_RETURN_IF_ERROR(r.sync("warm-up"));
-  }
-
-  // Host cost of one call: the wall clock of enqueuing it on an idle stream, no tracing on.
-  std::vector<double> host_us;
-  {
-    ScopedNvtxRange range("mlakit.timer.host");
-    const int host_iters = std::min(config.iters, kHostCostCalls);
-    for (int i = 0; i < host_iters; ++i) {
-      MLAKIT_RETURN_IF_ERROR(r.sync("host-cost"));
-      const auto t0 = std::chrono::steady_clock::now();
-      MLAKIT_RETURN_IF_ERROR(r.invoke("host-cost", i));
-      const auto t1 = std::chrono::steady_clock::now();
-      host_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    }
-    MLAKIT_RETURN_IF_ERROR(r.sync("host-cost"));
-  }
-  const SampleStats host = summarize_samples(host_us);
-  const double wait_us =
-      std::min(kBusyWaitMaxUs, kBusyWaitBaseUs + kBusyWaitHostFactor * host.p90);
-
-  // Method: the config's, unless kAuto and the environment says otherwise.
-  TimingConfig::Method method = config.method;
-  std::string note;
-  if (method == TimingConfig::Method::kAuto) {
-    const char* forced = std::getenv("MLAKIT_TIMER");
-    const char* profiler = std::getenv("MLAKIT_PROFILED_BY");
-    if (forced && std::string(forced) == "events") {
-      method = TimingConfig::Method::kEvents;
-      note = "MLAKIT_TIMER=events";
-    } else if (forced && std::string(forced) == "cupti") {
-      method = TimingConfig::Method::kCupti;
-    } else if (profiler && *profiler) {
-      method = TimingConfig::Method::kEvents;
-      note = std::string("running under ") + profiler + ", which owns CUPTI";
-    } else if (Status built = cupti_built(); !built) {
-      method = TimingConfig::Method::kEvents;
-      note = built.message();
-    }
-  }
-
-  ClockWatch clocks;
-  clocks.device = device;
   std::vector<double> samples;
-  int activities = 0;
-  ScopedNvtxRange range("mlakit.timer.timed");
-  if (method != TimingConfig::Method::kEvents) {
-    bool cupti_fault = false;
-    const Status st =
-        time_with_cupti(r, config.iters, wait_us, &clocks, &samples, &activities, &cupti_fault);
-    if (st) {
-      result->method = "cupti";
-    } else if (method == TimingConfig::Method::kCupti || !cupti_fault) {
-      return st;  // CUPTI was required, or the call / the stream failed
-    } else {
-      note = "CUPTI unusable, events used: " + st.message();
-      MLAKIT_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream), "synchronizing after CUPTI"));
-      method = TimingConfig::Method::kEvents;
-    }
-  }
-  if (method == TimingConfig::Method::kEvents) {
-    clocks = ClockWatch{};
-    clocks.device = device;
-    MLAKIT_RETURN_IF_ERROR(time_with_events(r, config.iters, wait_us, &clocks, &samples));
-    result->method = "events";
-  }
-
+  MLAKIT_RETURN_IF_ERROR(timed_pass(r, config, wait_us, device, &samples, result));
   const SampleStats st = summarize_samples(samples);
   result->median_us = st.median;
   result->p10_us = st.p10;
@@ -288,13 +303,7 @@ Status time_gpu_call(const GpuCall& call, cudaStream_t stream, const TimingConfi
   result->mean_us = st.mean;
   result->host_us = host.median;
   result->samples_us = std::move(samples);
-  result->note = note;
   result->busy_wait_us = wait_us;
-  result->kernels_per_call = activities;
-  if (clocks.any) {
-    result->sm_clock_mhz = clocks.clock;
-    result->throttle = describe_throttle(clocks.mask);
-  }
   return Status::ok();
 }
 
