@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include <cuda_runtime_api.h>
@@ -32,6 +33,8 @@ struct DsaProblem {
   // Checks ranges and the constants a kernel family supports; names the offending field.
   Status validate() const;
   std::string to_string() const;  // "T=8 H=16 ckv=512 kpe=64 pages=8462 ps=64 topk=2048"
+  // Every field counts, a field added later included; std::hash<DsaProblem> agrees with it.
+  bool operator==(const DsaProblem&) const = default;
 };
 
 // Device pointers. Innermost dimensions are contiguous; the strides (in elements) of the outer
@@ -93,3 +96,9 @@ Status dsa_check_indices(const DsaProblem& problem, const int32_t* sparse_indice
                          int64_t indices_stride_t, cudaStream_t stream);
 
 }  // namespace mlakit
+
+// Hash of every field of a DsaProblem (its object bytes; see src/base/hash.h): plan caches key on it.
+template <>
+struct std::hash<mlakit::DsaProblem> {
+  size_t operator()(const mlakit::DsaProblem& problem) const noexcept;
+};

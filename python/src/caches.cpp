@@ -12,36 +12,32 @@ namespace {
 
 // ---- plans ------------------------------------------------------------------------------------
 
-struct PlanKey {
-  int num_tokens, num_heads, head_dim_ckv, head_dim_kpe, num_pages, page_size, topk, device;
-  bool operator==(const PlanKey&) const = default;
-};
-
-struct PlanKeyHash {
-  size_t operator()(const PlanKey& k) const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
-    for (int v : {k.num_tokens, k.num_heads, k.head_dim_ckv, k.head_dim_kpe, k.num_pages,
-                  k.page_size, k.topk, k.device})
-      h = (h ^ uint32_t(v)) * 1099511628211ull;
-    return size_t(h);
-  }
-};
-
 // Shapes in a process are few (T varies by batch); past this many something generates shapes
 // without bound, and forgetting them all is cheaper than tracking recency.
 constexpr size_t kMaxPlans = 4096;
 
-// Heap objects that are never destroyed: at process exit nothing is left to free into a
-// framework or a CUDA context that may already be gone (the atexit hook empties them earlier).
-using PlanMap = std::unordered_map<PlanKey, std::shared_ptr<const DsaPlan>, PlanKeyHash>;
-PlanMap& plans() {
-  static auto* map = new PlanMap();
-  return *map;
+// Plans per device, keyed by the problem (its == and std::hash cover every field). Heap objects
+// that are never destroyed: at process exit nothing is left to free into a framework or a CUDA
+// context that may already be gone (the atexit hook empties them earlier).
+using PlanMap = std::unordered_map<DsaProblem, std::shared_ptr<const DsaPlan>>;
+std::vector<PlanMap>& plans() {
+  static auto* maps = new std::vector<PlanMap>();
+  return *maps;
 }
-PlanKey g_last_key{};
-std::shared_ptr<const DsaPlan>& last_plan() {  // the previous call's: most loops repeat one shape
-  static auto* plan = new std::shared_ptr<const DsaPlan>();
-  return *plan;
+size_t plan_count() {
+  size_t n = 0;
+  for (const PlanMap& m : plans()) n += m.size();
+  return n;
+}
+// The previous call's plan: most loops repeat one shape.
+struct LastPlan {
+  DsaProblem problem;
+  int device = -1;
+  std::shared_ptr<const DsaPlan> plan;
+};
+LastPlan& last_plan() {
+  static auto* last = new LastPlan();
+  return *last;
 }
 
 // ---- allocation ------------------------------------------------------------------------------
@@ -136,23 +132,23 @@ size_t round_up(size_t bytes) {
 }  // namespace
 
 std::shared_ptr<const DsaPlan> cached_plan(const DsaProblem& p, int device) {
-  const PlanKey key{p.num_tokens, p.num_heads, p.head_dim_ckv, p.head_dim_kpe,
-                    p.num_pages,  p.page_size, p.topk,         device};
-  std::shared_ptr<const DsaPlan>& last = last_plan();
-  if (last && key == g_last_key) return last;
-  PlanMap& map = plans();
-  auto it = map.find(key);
+  LastPlan& last = last_plan();
+  if (last.plan && last.device == device && last.problem == p) return last.plan;
+  if (device < 0) raise(PyExc_ValueError, "device: expected a CUDA device index, got " + std::to_string(device));
+  if (size_t(device) >= plans().size()) plans().resize(size_t(device) + 1);
+  PlanMap& map = plans()[size_t(device)];
+  auto it = map.find(p);
   if (it == map.end()) {
     DsaPlanOptions options;
     options.device = device;
     auto plan = std::make_shared<DsaPlan>();
     if (Status s = dsa_plan(p, options, plan.get()); !s) raise_status(s);
-    if (map.size() >= kMaxPlans) map.clear();
-    it = map.emplace(key, std::move(plan)).first;
+    if (plan_count() >= kMaxPlans)
+      for (PlanMap& m : plans()) m.clear();
+    it = map.emplace(p, std::move(plan)).first;
   }
-  g_last_key = key;
-  last = it->second;
-  return last;
+  last = LastPlan{p, device, it->second};
+  return last.plan;
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
@@ -244,12 +240,12 @@ void set_python_allocator(nb::handle allocator) {
 void release_caches() {
   workspaces().clear();
   plans().clear();
-  last_plan().reset();
+  last_plan() = LastPlan{};
 }
 
 CacheStats cache_stats() {
   CacheStats s;
-  s.plans = plans().size();
+  s.plans = plan_count();
   s.workspaces = workspaces().size();
   for (const WorkspaceSlot& slot : workspaces()) s.workspace_bytes += slot.buffer->bytes();
   return s;

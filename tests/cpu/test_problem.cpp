@@ -1,6 +1,8 @@
 // DsaProblem::validate and to_string: contract-level ranges, messages that name the field, the
-// expected and the actual value.
+// expected and the actual value; == and the hash plan caches key on.
 #include <gtest/gtest.h>
+
+#include <unordered_map>
 
 #include "mlakit/dsa.h"
 
@@ -88,6 +90,28 @@ TEST(DsaProblem, ToString) {
   p.page_size = 1;
   p.topk = 256;
   EXPECT_EQ(p.to_string(), "T=1 H=16 ckv=512 kpe=64 pages=3 ps=1 topk=256");
+}
+
+TEST(DsaProblem, EqualityAndHashCoverEveryField) {
+  const DsaProblem base = contest_problem();
+  const std::hash<DsaProblem> hash;
+  EXPECT_EQ(base, contest_problem());
+  EXPECT_EQ(hash(base), hash(contest_problem()));
+  // Each field on its own makes another problem (and, for these values, another hash).
+  int DsaProblem::*fields[] = {&DsaProblem::num_tokens, &DsaProblem::num_heads, &DsaProblem::head_dim_ckv,
+                               &DsaProblem::head_dim_kpe, &DsaProblem::num_pages, &DsaProblem::page_size,
+                               &DsaProblem::topk};
+  static_assert(sizeof(fields) / sizeof(fields[0]) * sizeof(int) == sizeof(DsaProblem),
+                "a field was added to DsaProblem: list it here");
+  std::unordered_map<DsaProblem, int> seen{{base, -1}};
+  for (int i = 0; i < int(sizeof(fields) / sizeof(fields[0])); ++i) {
+    DsaProblem p = base;
+    p.*fields[i] += 1;
+    EXPECT_FALSE(p == base) << i;
+    EXPECT_NE(hash(p), hash(base)) << i;
+    EXPECT_TRUE(seen.emplace(p, i).second) << i;
+  }
+  EXPECT_EQ(seen.at(contest_problem()), -1);
 }
 
 }  // namespace

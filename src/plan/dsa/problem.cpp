@@ -1,8 +1,10 @@
-// DsaProblem::validate and to_string: the contract-level ranges of the DSA op family. What one
-// kernel supports beyond these (fewer head counts, page sizes) is that kernel's validate().
+// DsaProblem::validate, to_string and hash: the contract-level ranges of the DSA op family and the
+// key of plan caches. What one kernel supports beyond these (fewer head counts, page sizes) is
+// that kernel's validate().
 #include <cstdint>
 #include <string>
 
+#include "base/hash.h"
 #include "mlakit/dsa.h"
 #include "plan/dsa/indices.h"
 
@@ -52,3 +54,7 @@ Status invalid_indices_error(const DsaProblem& problem, int64_t count, int64_t f
 }
 
 }  // namespace mlakit
+
+size_t std::hash<mlakit::DsaProblem>::operator()(const mlakit::DsaProblem& problem) const noexcept {
+  return mlakit::hash_object_bytes(problem);
+}
