@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -157,22 +156,9 @@ Status current_command_line(std::vector<std::string>* argv) {
   return Status::ok();
 }
 
-int reexec_under_ncu(const NcuOptions& options) {
-  std::vector<std::string> argv;
-  const Status st = current_command_line(&argv);
-  if (!st) {
-    std::fprintf(stderr, "mlakit: --prof ncu: %s\n", st.to_string().c_str());
-    return 1;
-  }
-  return reexec_under_ncu(argv, options);
-}
-
-int reexec_under_ncu(const std::vector<std::string>& argv, const NcuOptions& options) {
+Status prepare_ncu_run(const std::vector<std::string>& argv, const NcuOptions& options, NcuRun* run) {
   std::string ncu;
-  if (Status st = find_ncu(&ncu); !st) {
-    std::fprintf(stderr, "mlakit: --prof ncu: %s\n", st.message().c_str());
-    return 1;
-  }
+  MLAKIT_RETURN_IF_ERROR(find_ncu(&ncu));
   NcuOptions opt = options;
   if (opt.report_path.empty()) {
     const std::string command = argv.size() > 1 ? argv[1] : "mlakit";
@@ -181,53 +167,31 @@ int reexec_under_ncu(const std::vector<std::string>& argv, const NcuOptions& opt
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::path(opt.report_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) {
-    std::fprintf(stderr, "mlakit: --prof ncu: cannot create report folder %s: %s\n",
-                 parent.c_str(), ec.message().c_str());
-    return 1;
-  }
-  const std::vector<std::string> cmd = ncu_command_line(ncu, argv, opt);
-  std::string shown;
-  for (const auto& a : cmd) shown += (shown.empty() ? "" : " ") + a;
-  std::printf("[prof] %s\n", shown.c_str());
-  std::fflush(stdout);
+  if (ec) return Status::io_error("cannot create report folder " + parent.string() + ": " + ec.message());
+  run->command = ncu_command_line(ncu, argv, opt);
+  run->report = ends_with(opt.report_path, ".ncu-rep") ? opt.report_path : opt.report_path + ".ncu-rep";
+  return Status::ok();
+}
 
-  std::vector<char*> cargv;
-  for (const auto& a : cmd) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
+Status execute_ncu_run(const NcuRun& run, int* exit_code) {
+  std::vector<char*> argv;
+  for (const auto& a : run.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   // The child knows it runs under ncu (the timer then falls back from CUPTI to events quietly).
   std::vector<std::string> env_store = {"MLAKIT_PROFILED_BY=ncu"};
   for (char** e = environ; e && *e; ++e)
     if (std::string(*e).rfind("MLAKIT_PROFILED_BY=", 0) != 0) env_store.push_back(*e);
-  std::vector<char*> cenv;
-  for (auto& e : env_store) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
-
+  std::vector<char*> env;
+  for (auto& e : env_store) env.push_back(e.data());
+  env.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, ncu.c_str(), nullptr, nullptr, cargv.data(), cenv.data());
-  if (rc != 0) {
-    std::fprintf(stderr, "mlakit: --prof ncu: cannot start %s: %s\n", ncu.c_str(), std::strerror(rc));
-    return 1;
-  }
+  if (const int rc = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), env.data()); rc != 0)
+    return Status::io_error("cannot start " + run.command[0] + ": " + std::strerror(rc));
   int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0) {
-    if (errno != EINTR) {
-      std::fprintf(stderr, "mlakit: --prof ncu: waitpid: %s\n", std::strerror(errno));
-      return 1;
-    }
-  }
-  const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 1;
-  const std::string report =
-      ends_with(opt.report_path, ".ncu-rep") ? opt.report_path : opt.report_path + ".ncu-rep";
-  if (std::filesystem::exists(report, ec))
-    std::printf("[prof] ncu report: %s (open with ncu-ui, or: ncu --import %s --page details)\n",
-                report.c_str(), report.c_str());
-  else
-    std::fprintf(stderr,
-                 "mlakit: --prof ncu: ncu exited with %d and wrote no report at %s; check that "
-                 "the kernel filter regex:%s matches a kernel the command launches\n",
-                 code, report.c_str(), opt.kernel_regex.c_str());
-  return code;
+  while (waitpid(pid, &wstatus, 0) < 0)
+    if (errno != EINTR) return Status::io_error(std::string("waitpid: ") + std::strerror(errno));
+  *exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 1;
+  return Status::ok();
 }
 
 }  // namespace mlakit

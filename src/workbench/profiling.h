@@ -2,7 +2,7 @@
 //   disabled    nothing extra
 //   annotation  NVTX ranges around workloads, tilings and timed calls (for Nsight Systems, or
 //               ncu's --nvtx filters); ScopedNvtxRange is a no-op in every other mode
-//   ncu         the command re-executes itself under Nsight Compute with --prof removed:
+//   ncu         the command runs itself again under Nsight Compute with --prof removed:
 //               ncu --clock-control none --kernel-name regex:<filter> --launch-skip N
 //                   --launch-count M -f -o <report> <the same command line>
 #pragma once
@@ -60,11 +60,20 @@ std::vector<std::string> ncu_command_line(const std::string& ncu_path,
 // the re-executed program is this exact binary).
 Status current_command_line(std::vector<std::string>* argv);
 
-// Runs this command again under ncu (child process, inherits stdout/stderr) with --prof removed,
-// waits, and prints where the report went (or why nothing ran: ncu missing, report dir not
-// writable). Returns the exit code for the CLI: ncu's, 1 when ncu failed to start.
-int reexec_under_ncu(const NcuOptions& options);
-// Same, with an explicit command line (argv[0] = the program).
-int reexec_under_ncu(const std::vector<std::string>& argv, const NcuOptions& options);
+// One run of a command under ncu, ready to start.
+struct NcuRun {
+  std::vector<std::string> command;  // ncu, its options, then the command without --prof
+  std::string report;                // the report ncu writes, ".ncu-rep" included
+};
+
+// Finds ncu, names the report (options.report_path, default out/prof/<command>-<timestamp>),
+// creates its folder and builds the command line for `argv` (argv[0] = the program). kNotFound
+// without ncu (naming where it looked), kIoError when the folder cannot be created.
+Status prepare_ncu_run(const std::vector<std::string>& argv, const NcuOptions& options, NcuRun* run);
+
+// Runs it as a child process (stdout and stderr inherited, MLAKIT_PROFILED_BY=ncu in its
+// environment so the timer leaves CUPTI to ncu) and waits; `*exit_code` is ncu's. Never prints:
+// the CLI says what ran and where the report went.
+Status execute_ncu_run(const NcuRun& run, int* exit_code);
 
 }  // namespace mlakit

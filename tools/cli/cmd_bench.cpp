@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common.h"
+#include "io/file.h"
 #include "workloads/dsa/trace.h"
 #include "plan/dsa/cost.h"
 #include "workbench/ceiling.h"
@@ -202,13 +203,39 @@ bool read_common(Args& args, SuiteOptions* o, const std::string& positional_kern
 const std::set<std::string> kCommonOptions = {"kernel", "tiling", "seed", "seeds", "warmup", "iters", "explain",
                                               "out", "prof", "prof-kernel", "prof-skip", "prof-count"};
 
-// --prof ncu: the same command again under Nsight Compute (before any CUDA work here).
+// --prof ncu: the same command again under Nsight Compute (before any CUDA work here). The
+// workbench prepares and runs it; what ran and where the report went is said here.
 int reexec_ncu(Args& args) {
   NcuOptions n;
   n.kernel_regex = args.get_or("prof-kernel", "dsa_");
   n.launch_skip = int(args.get_int("prof-skip", 0, 0, 1 << 20));
   n.launch_count = int(args.get_int("prof-count", 2, 1, 1 << 20));
-  return reexec_under_ncu(n);
+  std::vector<std::string> argv;
+  NcuRun run;
+  Status st = current_command_line(&argv);
+  if (st.is_ok()) st = prepare_ncu_run(argv, n, &run);
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "mlakit: --prof ncu: %s\n", st.message().c_str());
+    return kExitFailure;
+  }
+  std::string shown;
+  for (const auto& a : run.command) shown += (shown.empty() ? "" : " ") + a;
+  std::printf("[prof] %s\n", shown.c_str());
+  std::fflush(stdout);
+  int code = 1;
+  if (st = execute_ncu_run(run, &code); !st.is_ok()) {
+    std::fprintf(stderr, "mlakit: --prof ncu: %s\n", st.message().c_str());
+    return kExitFailure;
+  }
+  if (io::file_exists(run.report))
+    std::printf("[prof] ncu report: %s (open with ncu-ui, or: ncu --import %s --page details)\n",
+                run.report.c_str(), run.report.c_str());
+  else
+    std::fprintf(stderr,
+                 "mlakit: --prof ncu: ncu exited with %d and wrote no report at %s; check that "
+                 "the kernel filter regex:%s matches a kernel the command launches\n",
+                 code, run.report.c_str(), n.kernel_regex.c_str());
+  return code;
 }
 
 Status load_suite_or_trace(Args& args, uint64_t seed, std::string* title, std::vector<DsaWorkload>* out) {
