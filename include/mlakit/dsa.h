@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "mlakit/plan.h"
 #include "mlakit/status.h"
 
 namespace mlakit {
@@ -68,25 +69,30 @@ struct DsaTiling {
   bool operator==(const DsaTiling&) const = default;
 };
 
-// A plan binds a problem to one registered kernel and one tiling, and sizes the workspace.
-struct DsaPlan {
-  DsaProblem problem;
-  std::string kernel_key;  // e.g. "dsa_decode.v1_splitk.bf16"
-  DsaTiling tiling;
-  size_t workspace_bytes = 0;
-};
+// A problem bound to one registered kernel, one tiling and a workspace size on one device
+// (mlakit/plan.h); only dsa_plan makes a non-empty one.
+using DsaPlan = Plan<DsaProblem, DsaTiling>;
+
+struct DeviceFacts;
 
 struct DsaPlanOptions {
-  std::string kernel_key;  // empty = the default kernel for the problem
+  std::string kernel_key;  // empty = the registry's default for the problem (op, dtype, heads)
   const DsaTiling* tiling = nullptr;  // null = tuned choice if cached, else built-in default
   int device = -1;                    // -1 = current device
+  // Plan for these facts instead of a live device (mlakit/device.h: known_devices()): checks a
+  // problem and a tiling without a GPU. Such a plan has device() == -1 and never runs.
+  const DeviceFacts* device_facts = nullptr;
 };
 
+// Validates the problem, picks the kernel (options.kernel_key or the default), passes the arch
+// gate for the device, chooses the tiling (given, tuned, or the kernel's default) and checks it,
+// once, and sizes the workspace. Errors name the field or the rule that failed.
 Status dsa_plan(const DsaProblem& problem, const DsaPlanOptions& options, DsaPlan* plan);
 
-// Validates the tensors against the plan (null pointers, alignment, strides) and launches on
-// `stream`. Asynchronous; never synchronizes; never allocates. `workspace` must hold
-// plan.workspace_bytes (may be null when that is 0).
+// Validates the tensors (null pointers, alignment, strides), checks that the current device is the
+// planned one (or the same chip) and launches on `stream`; the plan's tiling is not checked again.
+// Asynchronous; never synchronizes; never allocates. `workspace` must hold
+// plan.workspace_bytes() (may be null when that is 0).
 Status dsa_run(const DsaPlan& plan, const DsaTensors& tensors, void* workspace,
                size_t workspace_bytes, cudaStream_t stream);
 

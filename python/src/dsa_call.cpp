@@ -12,6 +12,7 @@
 #include "caches.h"
 #include "mlakit/dsa.h"
 #include "py_errors.h"
+#include "runtime/dsa/layout.h"
 #include "tensor_arg.h"
 
 namespace mlakit::python {
@@ -21,8 +22,6 @@ constexpr dl::DataType kBf16{dl::kBfloat, 16, 1};
 constexpr dl::DataType kInt32{dl::kInt, 32, 1};
 constexpr dl::DataType kFloat32{dl::kFloat, 32, 1};
 
-// Rows are read and written with 16-byte vector copies (DsaTensors' contract).
-constexpr int64_t kRowAlignBytes = 16;
 
 bool same_dtype(dl::DataType a, dl::DataType b) {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
@@ -31,8 +30,9 @@ bool same_dtype(dl::DataType a, dl::DataType b) {
 std::string py_type_name(nb::handle obj) { return Py_TYPE(obj.ptr())->tp_name; }
 
 // ---- per-argument checks, in the order the call applies them --------------------------------
-// dtype and shape first, then strides and alignment, the device last: everything but the device
-// reads only metadata, so the same checks (and tests) hold for tensors of any device.
+// dtype and shape first, then strides and alignment (the C++ API's rules, runtime/dsa/layout.h),
+// the device last: everything but the device reads only metadata, so the same checks (and tests)
+// hold for tensors of any device.
 
 void import_tensor(TensorArg& t, const char* name, nb::handle obj) {
   std::string why;
@@ -85,14 +85,13 @@ void expect_row_layout(const TensorArg& t, const char* name) {
                                                 "got strides " + strides_string(t) +
                                 " for shape " + shape_string(t) + "; call .contiguous()");
   const int64_t elem = t.view().dtype.bits / 8;
-  for (int i = 0; i < last; ++i) {
-    const int64_t s = used_stride(t, i);
-    if (t.size(i) > 1 && (s <= 0 || (s * elem) % kRowAlignBytes != 0))
+  for (int i = 0; i < last; ++i)
+    if (t.size(i) > 1 && !dsa_layout::whole_rows(used_stride(t, i), elem))
       raise(PyExc_ValueError,
             std::string(name) + ": strides " + strides_string(t) + " (elements) for shape " +
                 shape_string(t) + ": outer strides must be positive multiples of " +
-                std::to_string(kRowAlignBytes / elem) + " elements (16-byte rows); call .contiguous()");
-  }
+                std::to_string(dsa_layout::stride_multiple(elem)) +
+                " elements (16-byte rows); call .contiguous()");
 }
 
 // Row-major without gaps (outputs).
@@ -107,8 +106,8 @@ void expect_contiguous(const TensorArg& t, const char* name) {
 }
 
 void expect_aligned(const TensorArg& t, const char* name) {
-  const auto address = reinterpret_cast<uintptr_t>(t.data());
-  if (address % kRowAlignBytes != 0) {
+  if (!dsa_layout::aligned(t.data())) {
+    const auto address = reinterpret_cast<uintptr_t>(t.data());
     char hex[32];
     std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(address));
     raise(PyExc_ValueError, std::string(name) + ": data pointer " + hex +
@@ -216,145 +215,161 @@ bool is_capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
+// The tensors of one call, read from Python and checked in the order the contract states.
+struct DsaArgs {
+  TensorArg q_nope, q_pe, ckv, kpe, indices, out, lse;
+  bool have_out = false, have_lse = false;
+  float sm_scale = 0.f;
+  int64_t ckv_slot_stride = 0, kpe_slot_stride = 0;
+  int device = 0;
+};
+
+void import_args(DsaArgs& a, nb::handle q_nope, nb::handle q_pe, nb::handle ckv, nb::handle kpe,
+                 nb::handle indices, nb::handle scale, nb::handle out, nb::handle lse) {
+  import_tensor(a.q_nope, "q_nope", q_nope);
+  import_tensor(a.q_pe, "q_pe", q_pe);
+  import_tensor(a.ckv, "ckv_cache", ckv);
+  import_tensor(a.kpe, "kpe_cache", kpe);
+  import_tensor(a.indices, "sparse_indices", indices);
+  a.sm_scale = float(read_scale(scale));
+  a.have_out = !out.is_none();
+  a.have_lse = !lse.is_none();
+  if (a.have_out) import_tensor(a.out, "out", out);
+  if (a.have_lse) import_tensor(a.lse, "lse", lse);
+}
+
+void check_dtypes_and_ranks(const DsaArgs& a) {
+  expect_dtype(a.q_nope, "q_nope", kBf16);
+  expect_dtype(a.q_pe, "q_pe", kBf16);
+  expect_dtype(a.ckv, "ckv_cache", kBf16);
+  expect_dtype(a.kpe, "kpe_cache", kBf16);
+  expect_dtype(a.indices, "sparse_indices", kInt32);
+  if (a.have_out) expect_dtype(a.out, "out", kBf16);
+  if (a.have_lse) expect_dtype(a.lse, "lse", kFloat32);
+  expect_ndim(a.q_nope, "q_nope", 3, "[num_tokens, num_heads, head_dim_ckv]");
+  expect_ndim(a.q_pe, "q_pe", 3, "[num_tokens, num_heads, head_dim_kpe]");
+  expect_ndim(a.ckv, "ckv_cache", 3, "[num_pages, page_size, head_dim_ckv]");
+  expect_ndim(a.kpe, "kpe_cache", 3, "[num_pages, page_size, head_dim_kpe]");
+  expect_ndim(a.indices, "sparse_indices", 2, "[num_tokens, topk]");
+  if (a.have_out) expect_ndim(a.out, "out", 3, "[num_tokens, num_heads, head_dim_ckv]");
+  if (a.have_lse) expect_ndim(a.lse, "lse", 2, "[num_tokens, num_heads]");
+}
+
+void check_shapes(const DsaArgs& a) {
+  const int64_t T = a.q_nope.size(0), H = a.q_nope.size(1), D_ckv = a.q_nope.size(2);
+  const int64_t P = a.ckv.size(0), page_size = a.ckv.size(1);
+  expect_shape(a.q_pe, "q_pe", {T, H, -1}, "num_tokens and num_heads of q_nope");
+  expect_shape(a.ckv, "ckv_cache", {-1, -1, D_ckv}, "head_dim_ckv of q_nope");
+  expect_shape(a.kpe, "kpe_cache", {P, page_size, a.q_pe.size(2)},
+               "num_pages and page_size of ckv_cache, head_dim_kpe of q_pe");
+  expect_shape(a.indices, "sparse_indices", {T, -1}, "num_tokens of q_nope");
+  if (a.have_out) expect_shape(a.out, "out", {T, H, D_ckv}, "the shape of q_nope");
+  if (a.have_lse) expect_shape(a.lse, "lse", {T, H}, "num_tokens and num_heads of q_nope");
+}
+
+// Strides and alignment (dsa_layout's rules), the devices last: all but the device check read
+// only metadata, so the same checks (and tests) hold for tensors of any device.
+void check_layout_and_devices(DsaArgs& a) {
+  expect_row_layout(a.q_nope, "q_nope");
+  expect_row_layout(a.q_pe, "q_pe");
+  expect_row_layout(a.ckv, "ckv_cache");
+  expect_row_layout(a.kpe, "kpe_cache");
+  expect_row_layout(a.indices, "sparse_indices");
+  a.ckv_slot_stride = slot_stride(a.ckv, "ckv_cache");
+  a.kpe_slot_stride = slot_stride(a.kpe, "kpe_cache");
+  if (a.have_out) expect_contiguous(a.out, "out");
+  if (a.have_lse) expect_contiguous(a.lse, "lse");
+  for (auto [t, name] : {std::pair<const TensorArg*, const char*>{&a.q_nope, "q_nope"}, {&a.q_pe, "q_pe"},
+                         {&a.ckv, "ckv_cache"}, {&a.kpe, "kpe_cache"}, {&a.indices, "sparse_indices"}})
+    expect_aligned(*t, name);
+  if (a.have_out) expect_aligned(a.out, "out");
+  if (a.have_lse) expect_aligned(a.lse, "lse");
+  expect_cuda(a.q_nope, "q_nope");
+  a.device = a.q_nope.view().device.device_id;
+  expect_device(a.q_pe, "q_pe", a.device);
+  expect_device(a.ckv, "ckv_cache", a.device);
+  expect_device(a.kpe, "kpe_cache", a.device);
+  expect_device(a.indices, "sparse_indices", a.device);
+  if (a.have_out) expect_device(a.out, "out", a.device);
+  if (a.have_lse) expect_device(a.lse, "lse", a.device);
+}
+
+// Everything the plan needs is known: fail on an unsupported problem before allocating.
+DsaProblem problem_of(const DsaArgs& a) {
+  for (int64_t extent : {a.q_nope.size(0), a.q_nope.size(1), a.q_nope.size(2), a.q_pe.size(2), a.ckv.size(0),
+                         a.ckv.size(1), a.indices.size(1)})
+    if (extent > INT32_MAX)
+      raise(PyExc_ValueError, "q_nope, ckv_cache, sparse_indices: every extent must fit int32; got "
+                              "shapes " + shape_string(a.q_nope) + ", " + shape_string(a.ckv) + ", " +
+                              shape_string(a.indices));
+  DsaProblem p;
+  p.num_tokens = int(a.q_nope.size(0));
+  p.num_heads = int(a.q_nope.size(1));
+  p.head_dim_ckv = int(a.q_nope.size(2));
+  p.head_dim_kpe = int(a.q_pe.size(2));
+  p.num_pages = int(a.ckv.size(0));
+  p.page_size = int(a.ckv.size(1));
+  p.topk = int(a.indices.size(1));
+  return p;
+}
+
+// out and lse as given, or new tensors of the inputs' framework (read back as arguments).
+nb::tuple outputs_of(DsaArgs& a, const dl::ExchangeApi* api, nb::handle out_obj, nb::handle lse_obj) {
+  const int64_t T = a.q_nope.size(0), H = a.q_nope.size(1), D_ckv = a.q_nope.size(2);
+  nb::object out = a.have_out ? nb::borrow(out_obj) : new_tensor(api, {T, H, D_ckv}, kBf16, a.device, "out");
+  nb::object lse = a.have_lse ? nb::borrow(lse_obj) : new_tensor(api, {T, H}, kFloat32, a.device, "lse");
+  if (!a.have_out && T > 0) import_tensor(a.out, "out", out);
+  if (!a.have_lse && T > 0) import_tensor(a.lse, "lse", lse);
+  return nb::make_tuple(out, lse);
+}
+
+DsaTensors tensors_of(const DsaArgs& a) {
+  DsaTensors x;
+  x.q_nope = a.q_nope.data();
+  x.q_pe = a.q_pe.data();
+  x.ckv_cache = a.ckv.data();
+  x.kpe_cache = a.kpe.data();
+  x.sparse_indices = static_cast<const int32_t*>(a.indices.data());
+  x.output = a.out.data();
+  x.lse = static_cast<float*>(a.lse.data());
+  x.sm_scale = a.sm_scale;
+  x.q_nope_stride_t = used_stride(a.q_nope, 0);
+  x.q_nope_stride_h = used_stride(a.q_nope, 1);
+  x.q_pe_stride_t = used_stride(a.q_pe, 0);
+  x.q_pe_stride_h = used_stride(a.q_pe, 1);
+  x.ckv_stride_slot = a.ckv_slot_stride;
+  x.kpe_stride_slot = a.kpe_slot_stride;
+  x.indices_stride_t = used_stride(a.indices, 0);
+  return x;
+}
+
 }  // namespace
 
 nb::tuple dsa_sparse_attention(nb::handle q_nope_obj, nb::handle q_pe_obj, nb::handle ckv_obj,
                                nb::handle kpe_obj, nb::handle indices_obj, nb::handle scale_obj,
                                nb::handle out_obj, nb::handle lse_obj, nb::handle stream_obj) {
-  TensorArg q_nope, q_pe, ckv, kpe, indices, out, lse;
-  import_tensor(q_nope, "q_nope", q_nope_obj);
-  import_tensor(q_pe, "q_pe", q_pe_obj);
-  import_tensor(ckv, "ckv_cache", ckv_obj);
-  import_tensor(kpe, "kpe_cache", kpe_obj);
-  import_tensor(indices, "sparse_indices", indices_obj);
-  const double sm_scale = read_scale(scale_obj);
-  const bool have_out = !out_obj.is_none(), have_lse = !lse_obj.is_none();
-  if (have_out) import_tensor(out, "out", out_obj);
-  if (have_lse) import_tensor(lse, "lse", lse_obj);
-
-  expect_dtype(q_nope, "q_nope", kBf16);
-  expect_dtype(q_pe, "q_pe", kBf16);
-  expect_dtype(ckv, "ckv_cache", kBf16);
-  expect_dtype(kpe, "kpe_cache", kBf16);
-  expect_dtype(indices, "sparse_indices", kInt32);
-  if (have_out) expect_dtype(out, "out", kBf16);
-  if (have_lse) expect_dtype(lse, "lse", kFloat32);
-
-  expect_ndim(q_nope, "q_nope", 3, "[num_tokens, num_heads, head_dim_ckv]");
-  expect_ndim(q_pe, "q_pe", 3, "[num_tokens, num_heads, head_dim_kpe]");
-  expect_ndim(ckv, "ckv_cache", 3, "[num_pages, page_size, head_dim_ckv]");
-  expect_ndim(kpe, "kpe_cache", 3, "[num_pages, page_size, head_dim_kpe]");
-  expect_ndim(indices, "sparse_indices", 2, "[num_tokens, topk]");
-  if (have_out) expect_ndim(out, "out", 3, "[num_tokens, num_heads, head_dim_ckv]");
-  if (have_lse) expect_ndim(lse, "lse", 2, "[num_tokens, num_heads]");
-
-  const int64_t T = q_nope.size(0), H = q_nope.size(1), D_ckv = q_nope.size(2);
-  const int64_t D_kpe = q_pe.size(2), P = ckv.size(0), page_size = ckv.size(1);
-  expect_shape(q_pe, "q_pe", {T, H, -1}, "num_tokens and num_heads of q_nope");
-  expect_shape(ckv, "ckv_cache", {-1, -1, D_ckv}, "head_dim_ckv of q_nope");
-  expect_shape(kpe, "kpe_cache", {P, page_size, D_kpe},
-               "num_pages and page_size of ckv_cache, head_dim_kpe of q_pe");
-  expect_shape(indices, "sparse_indices", {T, -1}, "num_tokens of q_nope");
-  if (have_out) expect_shape(out, "out", {T, H, D_ckv}, "the shape of q_nope");
-  if (have_lse) expect_shape(lse, "lse", {T, H}, "num_tokens and num_heads of q_nope");
-
-  expect_row_layout(q_nope, "q_nope");
-  expect_row_layout(q_pe, "q_pe");
-  expect_row_layout(ckv, "ckv_cache");
-  expect_row_layout(kpe, "kpe_cache");
-  expect_row_layout(indices, "sparse_indices");
-  const int64_t ckv_slot_stride = slot_stride(ckv, "ckv_cache");
-  const int64_t kpe_slot_stride = slot_stride(kpe, "kpe_cache");
-  if (have_out) expect_contiguous(out, "out");
-  if (have_lse) expect_contiguous(lse, "lse");
-  expect_aligned(q_nope, "q_nope");
-  expect_aligned(q_pe, "q_pe");
-  expect_aligned(ckv, "ckv_cache");
-  expect_aligned(kpe, "kpe_cache");
-  expect_aligned(indices, "sparse_indices");
-  if (have_out) expect_aligned(out, "out");
-  if (have_lse) expect_aligned(lse, "lse");
-
-  expect_cuda(q_nope, "q_nope");
-  const int device = q_nope.view().device.device_id;
-  expect_device(q_pe, "q_pe", device);
-  expect_device(ckv, "ckv_cache", device);
-  expect_device(kpe, "kpe_cache", device);
-  expect_device(indices, "sparse_indices", device);
-  if (have_out) expect_device(out, "out", device);
-  if (have_lse) expect_device(lse, "lse", device);
-
-  // Everything the plan needs is known: fail on an unsupported problem before allocating.
-  for (int64_t extent : {T, H, D_ckv, D_kpe, P, page_size, indices.size(1)})
-    if (extent > INT32_MAX)
-      raise(PyExc_ValueError, "q_nope, ckv_cache, sparse_indices: every extent must fit int32; got "
-                              "shapes " + shape_string(q_nope) + ", " + shape_string(ckv) + ", " +
-                              shape_string(indices));
-  DsaProblem problem;
-  problem.num_tokens = int(T);
-  problem.num_heads = int(H);
-  problem.head_dim_ckv = int(D_ckv);
-  problem.head_dim_kpe = int(D_kpe);
-  problem.num_pages = int(P);
-  problem.page_size = int(page_size);
-  problem.topk = int(indices.size(1));
-  const float scale = float(sm_scale);
+  DsaArgs a;
+  import_args(a, q_nope_obj, q_pe_obj, ckv_obj, kpe_obj, indices_obj, scale_obj, out_obj, lse_obj);
+  check_dtypes_and_ranks(a);
+  check_shapes(a);
+  check_layout_and_devices(a);
+  const DsaProblem problem = problem_of(a);
   const dl::ExchangeApi* api = exchange_api_of(Py_TYPE(q_nope_obj.ptr()));
+  if (problem.num_tokens == 0) return outputs_of(a, api, out_obj, lse_obj);  // nothing to launch
 
-  // No tokens: nothing to launch (the plan API starts at one token).
-  if (T == 0) {
-    nb::object out_result =
-        have_out ? nb::borrow(out_obj) : new_tensor(api, {0, H, D_ckv}, kBf16, device, "out");
-    nb::object lse_result =
-        have_lse ? nb::borrow(lse_obj) : new_tensor(api, {0, H}, kFloat32, device, "lse");
-    return nb::make_tuple(out_result, lse_result);
-  }
-
-  DeviceGuard guard(device);
-  const std::shared_ptr<const DsaPlan> plan = cached_plan(problem, device);
-  const cudaStream_t stream = resolve_stream(stream_obj, api, device);
-
-  nb::object out_result, lse_result;
-  if (have_out) {
-    out_result = nb::borrow(out_obj);
-  } else {
-    out_result = new_tensor(api, {T, H, D_ckv}, kBf16, device, "out");
-    import_tensor(out, "out", out_result);
-  }
-  if (have_lse) {
-    lse_result = nb::borrow(lse_obj);
-  } else {
-    lse_result = new_tensor(api, {T, H}, kFloat32, device, "lse");
-    import_tensor(lse, "lse", lse_result);
-  }
-
-  const size_t workspace_bytes = plan->workspace_bytes;
+  DeviceGuard guard(a.device);
+  const std::shared_ptr<const DsaPlan> plan = cached_plan(problem, a.device);
+  const cudaStream_t stream = resolve_stream(stream_obj, api, a.device);
+  nb::tuple result = outputs_of(a, api, out_obj, lse_obj);
+  const size_t workspace_bytes = plan->workspace_bytes();
   const std::shared_ptr<DeviceBuffer> workspace =
-      workspace_bytes == 0
-          ? nullptr
-          : workspace_for(api, device, stream, workspace_bytes, is_capturing(stream));
-
-  DsaTensors x;
-  x.q_nope = q_nope.data();
-  x.q_pe = q_pe.data();
-  x.ckv_cache = ckv.data();
-  x.kpe_cache = kpe.data();
-  x.sparse_indices = static_cast<const int32_t*>(indices.data());
-  x.output = out.data();
-  x.lse = static_cast<float*>(lse.data());
-  x.sm_scale = scale;
-  x.q_nope_stride_t = used_stride(q_nope, 0);
-  x.q_nope_stride_h = used_stride(q_nope, 1);
-  x.q_pe_stride_t = used_stride(q_pe, 0);
-  x.q_pe_stride_h = used_stride(q_pe, 1);
-  x.ckv_stride_slot = ckv_slot_stride;
-  x.kpe_stride_slot = kpe_slot_stride;
-  x.indices_stride_t = used_stride(indices, 0);
-  if (Status s = dsa_run(*plan, x, workspace ? workspace->data() : nullptr,
+      workspace_bytes == 0 ? nullptr
+                           : workspace_for(api, a.device, stream, workspace_bytes, is_capturing(stream));
+  if (Status s = dsa_run(*plan, tensors_of(a), workspace ? workspace->data() : nullptr,
                          workspace ? workspace->bytes() : 0, stream);
       !s)
     raise_status(s);
-  return nb::make_tuple(out_result, lse_result);
+  return result;
 }
 
 void check_indices(nb::handle indices_obj, nb::handle ckv_obj, nb::handle stream_obj) {
@@ -402,10 +417,10 @@ nb::dict plan_info(int num_tokens, int num_pages, int page_size, int topk, int d
   DsaPlan plan;
   if (Status s = dsa_plan(problem, options, &plan); !s) raise_status(s);
   nb::dict d;
-  d["problem"] = plan.problem.to_string();
-  d["kernel_key"] = plan.kernel_key;
-  d["tiling"] = plan.tiling.name();
-  d["workspace_bytes"] = plan.workspace_bytes;
+  d["problem"] = plan.problem().to_string();
+  d["kernel_key"] = plan.kernel_key();
+  d["tiling"] = plan.tiling().name();
+  d["workspace_bytes"] = plan.workspace_bytes();
   return d;
 }
 

@@ -1,24 +1,54 @@
-// The table of registered DSA kernels (explicit, so static linking keeps every variant).
+// The table of registered kernels (explicit, so static linking keeps every variant). Registering a
+// variant: its folder under src/kernels/<op>/<variant>/ with an entry.cpp, its #include and one
+// line in the table below.
 #include "runtime/registry.h"
+
+#include "kernels/dsa_decode/v1_splitk/entry.h"
 
 namespace mlakit {
 
-const DsaKernel& dsa_v1_splitk_kernel();
-
-const std::vector<const DsaKernel*>& dsa_kernels() {
-  static const std::vector<const DsaKernel*> table = {&dsa_v1_splitk_kernel()};
+const std::vector<const KernelEntry*>& kernels() {
+  static const std::vector<const KernelEntry*> table = {
+      &dsa_v1::entry(),
+  };
   return table;
 }
 
-const char* default_dsa_kernel_key() { return "dsa_decode.v1_splitk.bf16"; }
-
-const DsaKernel* find_dsa_kernel(const std::string& key) {
-  for (const DsaKernel* k : dsa_kernels())
+const KernelEntry* find_kernel(const std::string& key) {
+  for (const KernelEntry* k : kernels())
     if (k->info().key == key) return k;
   return nullptr;
 }
 
-Status check_kernel_arch(const DsaKernel& kernel, const DeviceFacts& dev) {
+std::vector<const KernelEntry*> kernels_of(const std::string& op) {
+  std::vector<const KernelEntry*> out;
+  for (const KernelEntry* k : kernels())
+    if (k->info().op == op) out.push_back(k);
+  return out;
+}
+
+const KernelEntry* select_kernel(const std::vector<const KernelEntry*>& table, const std::string& op,
+                                 const std::string& dtype, int heads) {
+  const KernelEntry* best = nullptr;
+  for (const KernelEntry* k : table)
+    if (k->info().op == op && k->info().runs(dtype, heads) &&
+        (best == nullptr || k->info().rank > best->info().rank))
+      best = k;
+  return best;
+}
+
+const KernelEntry* default_kernel(const std::string& op, const std::string& dtype, int heads) {
+  return select_kernel(kernels(), op, dtype, heads);
+}
+
+std::string kernel_keys(const std::string& op) {
+  std::string keys;
+  for (const KernelEntry* k : kernels())
+    if (op.empty() || k->info().op == op) keys += " " + k->info().key;
+  return keys;
+}
+
+Status check_kernel_arch(const KernelEntry& kernel, const DeviceFacts& dev) {
   Status s = check_arch(kernel.info().arch, dev);
   if (s.is_ok()) return s;
   return Status::unsupported(kernel.info().key + " " + s.message());

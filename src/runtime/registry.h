@@ -1,51 +1,39 @@
-// The kernel registry: every DSA kernel variant behind one interface, keyed by a stable string
-// ("dsa_decode.v1_splitk.bf16") used by the CLI, tests, bench JSON and the tuner cache.
+// The kernel registry: every kernel variant of every op in one table (registry.cpp, one line per
+// variant), keyed by a stable string ("dsa_decode.v1_splitk.bf16") that the CLI, tests, bench
+// records and the tune cache use. Entries are op-neutral (plan/kernel_entry.h); an op's code asks
+// for its own interface with find_kernel_as<OpKernel<Problem>>.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "mlakit/device.h"
-#include "mlakit/dsa.h"
+#include "plan/kernel_entry.h"
 
 namespace mlakit {
 
-struct KernelInfo {
-  std::string key;          // "dsa_decode.v1_splitk.bf16"
-  std::string op;           // "dsa_decode"
-  std::string variant;      // "v1_splitk"
-  std::string dtype;        // "bf16"
-  std::string description;  // one line
-  ArchRequirement arch;     // what the device code was built for
-};
+// The table, in registration order.
+const std::vector<const KernelEntry*>& kernels();
+// Null when no kernel has this key.
+const KernelEntry* find_kernel(const std::string& key);
+template <class Kernel>
+const Kernel* find_kernel_as(const std::string& key) {
+  return dynamic_cast<const Kernel*>(find_kernel(key));
+}
+// The kernels of one op, in table order.
+std::vector<const KernelEntry*> kernels_of(const std::string& op);
 
-class DsaKernel {
- public:
-  virtual ~DsaKernel() = default;
-  virtual const KernelInfo& info() const = 0;
-  // Every tiling the tuner may try for this problem (valid or not: validate() says which).
-  virtual std::vector<DsaTiling> search_space(const DsaProblem& problem) const = 0;
-  // The built-in choice when no tuned entry exists.
-  virtual DsaTiling default_tiling(const DsaProblem& problem, const DeviceFacts& dev) const = 0;
-  // Ok, or a reason a person can read ("shared-memory plan 240 KB exceeds the 227 KB ...").
-  // Plain C++: runs without a GPU against any DeviceFacts.
-  virtual Status validate(const DsaProblem& problem, const DsaTiling& tiling,
-                          const DeviceFacts& dev) const = 0;
-  virtual size_t workspace_bytes(const DsaProblem& problem, const DsaTiling& tiling) const = 0;
-  // Resource plan of one tiling, for --explain: grid, threads, shared memory, launches.
-  virtual std::string explain(const DsaProblem& problem, const DsaTiling& tiling) const = 0;
-  // Asynchronous launch on `stream`; tensors already validated by dsa_run.
-  virtual Status launch(const DsaProblem& problem, const DsaTiling& tiling,
-                        const DsaTensors& tensors, void* workspace, cudaStream_t stream) const = 0;
-};
+// The highest-ranked entry of `table` that runs (op, dtype, heads); the first registered wins a
+// tie. Null when none does.
+const KernelEntry* select_kernel(const std::vector<const KernelEntry*>& table, const std::string& op,
+                                 const std::string& dtype, int heads);
+// select_kernel over the registry: what planning uses when no kernel key is given.
+const KernelEntry* default_kernel(const std::string& op, const std::string& dtype, int heads);
 
-const std::vector<const DsaKernel*>& dsa_kernels();
-const DsaKernel* find_dsa_kernel(const std::string& key);  // null when unknown
-const char* default_dsa_kernel_key();
+// " dsa_decode.v1_splitk.bf16 ..." of `op` (every op when empty), for "known:" lists in messages.
+std::string kernel_keys(const std::string& op = "");
 
-// Ok when `kernel` can run on device `dev` (arch gate), else the reason.
-Status check_kernel_arch(const DsaKernel& kernel, const DeviceFacts& dev);
+// Ok when `kernel` can run on `dev` (the arch gate), else "<key> needs sm_90a; found sm_120 (...)".
+Status check_kernel_arch(const KernelEntry& kernel, const DeviceFacts& dev);
 
 }  // namespace mlakit

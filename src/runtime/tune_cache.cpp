@@ -1,14 +1,15 @@
 // The tuner cache: file format, shape buckets and the once-per-process lookup for dispatch.
 #include "runtime/tune_cache.h"
 
-#include <cstdio>
-#include <cstdlib>
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
+#include "base/hash.h"
 #include "base/run_info.h"
 #include "io/file.h"
 #include "io/json.h"
+#include "plan/tiling_name.h"
 
 namespace mlakit {
 namespace {
@@ -16,9 +17,12 @@ namespace {
 constexpr const char* kFormat = "mlakit.tune";
 constexpr int64_t kVersion = 1;
 
-std::string entry_key(const std::string& device, const std::string& kernel, const std::string& bucket) {
-  return device + '\x1f' + kernel + '\x1f' + bucket;
-}
+struct TuneKeyHash {
+  size_t operator()(const TuneKey& k) const {
+    const std::hash<std::string> h;
+    return hash_combine(hash_combine(h(k.device), h(k.kernel_key)), h(k.bucket));
+  }
+};
 
 Status corrupt(const std::string& origin, const std::string& what) {
   return Status::io_error("tune cache " + origin + " is corrupt: " + what +
@@ -28,19 +32,6 @@ Status corrupt(const std::string& origin, const std::string& what) {
 }  // namespace
 
 std::string default_tune_cache_path() { return user_cache_dir() + "/tune.json"; }
-
-int dsa_bucket_tokens(int num_tokens) {
-  int t = 1;
-  while (t < num_tokens && t < (1 << 30)) t *= 2;
-  return t;
-}
-
-std::string dsa_shape_bucket(const DsaProblem& p) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "T%d.h%d.ckv%d.kpe%d.ps%d.k%d", dsa_bucket_tokens(p.num_tokens),
-                p.num_heads, p.head_dim_ckv, p.head_dim_kpe, p.page_size, p.topk);
-  return buf;
-}
 
 // --- TuneCache --------------------------------------------------------------------------------
 
@@ -76,16 +67,16 @@ Status TuneCache::parse(const std::string& text, const std::string& origin) {
     const std::string where = "entries[" + std::to_string(i) + "]";
     if (!e.is_object()) return corrupt(origin, where + ": expected an object, got " + json::describe(e));
     TuneEntry t;
-    std::string tiling;
     for (auto [key, dst] : {std::pair<const char*, std::string*>{"device", &t.device},
                             {"kernel", &t.kernel_key},
                             {"bucket", &t.bucket},
-                            {"tiling", &tiling}}) {
+                            {"tiling", &t.tiling}}) {
       if (Status st = json::get_string(e, key, dst, where); !st) return corrupt(origin, st.message());
       if (dst->empty()) return corrupt(origin, where + "." + key + ": empty");
     }
-    if (Status st = DsaTiling::parse(tiling, &t.tiling); !st)
-      return corrupt(origin, where + "." + st.message());
+    if (!is_tiling_name(t.tiling))
+      return corrupt(origin, where + ".tiling: expected a tiling name of <letters><number> fields "
+                             "(e.g. s16n64x2m4), got '" + t.tiling + "'");
     if (Status st = json::get_number(e, "median_us", &t.median_us, where); !st)
       return corrupt(origin, st.message());
     // Optional provenance: absent or null is fine, a wrong type is not.
@@ -121,7 +112,7 @@ std::string TuneCache::dump() const {
     e.set("device", t.device)
         .set("kernel", t.kernel_key)
         .set("bucket", t.bucket)
-        .set("tiling", t.tiling.name())
+        .set("tiling", t.tiling)
         .set("median_us", t.median_us)
         .set("default_us", t.default_us)
         .set("suite", t.suite)
@@ -137,30 +128,28 @@ std::string TuneCache::dump() const {
 
 Status TuneCache::save(const std::string& path) const { return io::write_file_atomic(path, dump()); }
 
-const TuneEntry* TuneCache::find(const std::string& device, const std::string& kernel_key,
-                                 const std::string& bucket) const {
-  for (const TuneEntry& t : entries_)
-    if (t.device == device && t.kernel_key == kernel_key && t.bucket == bucket) return &t;
-  return nullptr;
+TuneKey key_of(const TuneEntry& e) { return {e.device, e.kernel_key, e.bucket}; }
+
+std::vector<TuneEntry>::const_iterator TuneCache::locate(const TuneKey& key) const {
+  return std::find_if(entries_.begin(), entries_.end(), [&](const TuneEntry& e) { return key_of(e) == key; });
+}
+
+const TuneEntry* TuneCache::find(const TuneKey& key) const {
+  const auto it = locate(key);
+  return it == entries_.end() ? nullptr : &*it;
 }
 
 void TuneCache::put(const TuneEntry& entry) {
-  for (TuneEntry& t : entries_)
-    if (t.device == entry.device && t.kernel_key == entry.kernel_key && t.bucket == entry.bucket) {
-      t = entry;
-      return;
-    }
-  entries_.push_back(entry);
+  const auto it = locate(key_of(entry));
+  if (it == entries_.end()) entries_.push_back(entry);
+  else entries_[size_t(it - entries_.begin())] = entry;
 }
 
-bool TuneCache::erase(const std::string& device, const std::string& kernel_key,
-                      const std::string& bucket) {
-  for (auto it = entries_.begin(); it != entries_.end(); ++it)
-    if (it->device == device && it->kernel_key == kernel_key && it->bucket == bucket) {
-      entries_.erase(it);
-      return true;
-    }
-  return false;
+bool TuneCache::erase(const TuneKey& key) {
+  const auto it = locate(key);
+  if (it == entries_.end()) return false;
+  entries_.erase(it);
+  return true;
 }
 
 // --- the process-wide copy for dispatch ---------------------------------------------------------
@@ -173,7 +162,7 @@ struct ProcessCache {
   bool loaded = false;
   std::string path;
   Status status;  // of loading: ok, kNotFound (no file) or kIoError (corrupt)
-  std::unordered_map<std::string, DsaTiling> tilings;
+  std::unordered_map<TuneKey, std::string, TuneKeyHash> tilings;
 };
 
 ProcessCache& process_cache() {
@@ -197,19 +186,18 @@ void load_locked(ProcessCache& c) {
   c.status = cache.load(c.path);
   if (!c.status) return;
   for (const TuneEntry& t : cache.entries())
-    c.tilings[entry_key(t.device, t.kernel_key, t.bucket)] = t.tiling;
+    c.tilings[key_of(t)] = t.tiling;
 }
 
 }  // namespace
 
 Status tuned_tiling(const std::string& device_name, const std::string& kernel_key,
-                    const DsaProblem& problem, DsaTiling* out) {
+                    const std::string& bucket, std::string* out) {
   ProcessCache& c = process_cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   if (!c.loaded) load_locked(c);
   if (!c.status) return c.status;
-  const std::string bucket = dsa_shape_bucket(problem);
-  auto it = c.tilings.find(entry_key(device_name, kernel_key, bucket));
+  auto it = c.tilings.find(TuneKey{device_name, kernel_key, bucket});
   if (it == c.tilings.end())
     return Status::not_found("no tuned tiling for " + kernel_key + " on " + device_name + ", bucket " +
                              bucket + " in " + c.path);

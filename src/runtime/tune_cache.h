@@ -1,5 +1,7 @@
 // The autotuner's persistent cache: the fastest measured tiling per (device name, kernel key,
-// shape bucket), written by `mlakit tune` and read by dsa_plan through tuned_tiling().
+// shape bucket), written by `mlakit tune` and read by the planner (runtime/planner.h) through
+// tuned_tiling(). Op-neutral: buckets and tilings are the op's strings (OpContract::bucket,
+// Tiling::name), checked here only against the common tiling-name grammar (plan/tiling_name.h).
 //
 // File: $MLAKIT_CACHE_DIR/tune.json, else $XDG_CACHE_HOME/mlakit/tune.json, else
 // ~/.cache/mlakit/tune.json (the copy ceiling sits next to it, ceiling.json).
@@ -9,32 +11,33 @@
 //      "median_us": 12.1, "default_us": 13.0, "suite": "dsa-contest", "seed": 1,
 //      "workloads": 4, "git": "0c0e77e", "updated": "2026-11-21T10:00:00Z"}, ...]}
 //
-// Shape bucket (dsa_shape_bucket): every field of DsaProblem that changes which tiling wins,
-// with T rounded up to a power of two (1, 2, 4, 8, 16, ...): T=3 and T=4 share bucket T4, T=5..8
-// share T8. num_pages is left out (it moves no more bytes per call, only where they come from).
+// Shape bucket: the op's (DSA: dsa_shape_bucket, plan/dsa/contract.h): every problem field that
+// changes which tiling wins, with T rounded up to a power of two: T=3 and T=4 share bucket T4.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "mlakit/dsa.h"
 #include "mlakit/status.h"
 
 namespace mlakit {
 
 std::string default_tune_cache_path();  // user_cache_dir() + "/tune.json"
 
-// The smallest power of two >= num_tokens (1 for num_tokens <= 1).
-int dsa_bucket_tokens(int num_tokens);
-// "T<pow2>.h<heads>.ckv<ckv>.kpe<kpe>.ps<page_size>.k<topk>", e.g. "T8.h16.ckv512.kpe64.ps64.k2048".
-std::string dsa_shape_bucket(const DsaProblem& problem);
+// What an entry is found by.
+struct TuneKey {
+  std::string device;      // DeviceFacts::name, "NVIDIA H200"
+  std::string kernel_key;  // "dsa_decode.v1_splitk.bf16"
+  std::string bucket;      // the op's shape bucket, "T8.h16.ckv512.kpe64.ps64.k2048"
+  bool operator==(const TuneKey&) const = default;
+};
 
 struct TuneEntry {
   std::string device;      // DeviceFacts::name, "NVIDIA H200"
   std::string kernel_key;  // "dsa_decode.v1_splitk.bf16"
-  std::string bucket;      // dsa_shape_bucket()
-  DsaTiling tiling;
+  std::string bucket;      // the op's shape bucket
+  std::string tiling;      // the op's tiling name, "s16n64x2m4"
   double median_us = 0;    // mean over the bucket's workloads of the median span
   double default_us = 0;   // the same for the built-in default tiling (0 = not measured)
   std::string suite;       // what it was tuned on
@@ -55,24 +58,27 @@ class TuneCache {
   Status parse(const std::string& text, const std::string& origin);
   std::string dump() const;
 
-  const TuneEntry* find(const std::string& device, const std::string& kernel_key,
-                        const std::string& bucket) const;
-  // Inserts, or replaces the entry with the same (device, kernel, bucket).
+  const TuneEntry* find(const TuneKey& key) const;
+  // Inserts, or replaces the entry with the same key.
   void put(const TuneEntry& entry);
-  // Removes the entry for (device, kernel, bucket); false when there was none.
-  bool erase(const std::string& device, const std::string& kernel_key, const std::string& bucket);
+  // Removes the entry of `key`; false when there was none.
+  bool erase(const TuneKey& key);
   const std::vector<TuneEntry>& entries() const { return entries_; }
 
  private:
+  std::vector<TuneEntry>::const_iterator locate(const TuneKey& key) const;
   std::vector<TuneEntry> entries_;
 };
 
-// The tuned tiling for this device, kernel and problem's bucket. Reads the cache file once per
-// process (thread-safe; later calls are a map lookup). kNotFound when the file or the entry is
-// absent; kIoError when the file is corrupt (the message says so; dispatch then uses the
-// built-in default). The caller still validates the tiling for the exact problem.
+TuneKey key_of(const TuneEntry& entry);
+
+// The tuned tiling name for this device, kernel and bucket. Reads the cache file once per process
+// (thread-safe; later calls are a hash-map probe). kNotFound when the file or the entry is absent;
+// kIoError when the file is corrupt (the message says so; planning then uses the built-in
+// default). `*tiling` is untouched unless ok. The caller parses and validates it for the exact
+// problem.
 Status tuned_tiling(const std::string& device_name, const std::string& kernel_key,
-                    const DsaProblem& problem, DsaTiling* out);
+                    const std::string& bucket, std::string* tiling);
 
 // The file tuned_tiling reads: set_tune_cache_path() if called with a non-empty path, else
 // default_tune_cache_path() as of the first lookup.

@@ -40,7 +40,7 @@ std::string csv_field(const std::string& s) {
 
 }  // namespace
 
-void apply_roofline(const DsaCost& cost, double ceiling_gbps, BenchRecord* r) {
+void apply_roofline(const Cost& cost, double ceiling_gbps, BenchRecord* r) {
   r->bytes = cost.gathered_bytes;
   r->flops = cost.flops;
   r->ceiling_gbps = ceiling_gbps > 0 ? ceiling_gbps : 0;
@@ -53,19 +53,19 @@ void apply_roofline(const DsaCost& cost, double ceiling_gbps, BenchRecord* r) {
   r->pct_of_ceiling = r->ceiling_gbps > 0 ? 100.0 * r->gbps / r->ceiling_gbps : 0;
 }
 
-BenchRecord make_bench_record(const std::string& suite, const DsaWorkload& w,
-                              const std::string& kernel_key, const DsaTiling& tiling,
-                              const DeviceFacts& device, const TimingResult& t, int iters,
-                              const VerifyResult* verify, double ceiling_gbps) {
+BenchRecord make_bench_record(const BenchRun& run, const WorkloadInfo& w, const DeviceFacts& device,
+                              const TimingResult& t, int iters, const VerifyResult* verify,
+                              double ceiling_gbps) {
   BenchRecord r;
   r.git = git_revision();
   r.time = utc_timestamp();
-  r.kernel_key = kernel_key;
-  r.tiling = tiling.name();
-  r.suite = suite;
+  r.op = run.op;
+  r.kernel_key = run.kernel_key;
+  r.tiling = run.tiling;
+  r.suite = run.suite;
   r.workload = w.name;
-  r.shape = w.problem.to_string();
-  r.num_tokens = w.problem.num_tokens;
+  r.shape = w.shape;
+  r.num_tokens = w.num_tokens;
   r.device = device.name;
   r.sm_clock_mhz = t.sm_clock_mhz;
   r.throttle = t.throttle;
@@ -77,12 +77,16 @@ BenchRecord make_bench_record(const std::string& suite, const DsaWorkload& w,
   r.mean_us = t.mean_us;
   r.host_us = t.host_us;
   if (verify) {
+    const auto max_err = [&](const char* name) {
+      const CompareReport* c = verify->find(name);
+      return c ? c->max_abs_err : std::nan("");
+    };
     r.verify_ran = true;
     r.verified = verify->ok();
-    r.max_abs_err_output = verify->output.max_abs_err;
-    r.max_abs_err_lse = verify->lse.max_abs_err;
+    r.max_abs_err_output = max_err("output");
+    r.max_abs_err_lse = max_err("lse");
   }
-  apply_roofline(dsa_cost(w.problem, valid_per_row(w)), ceiling_gbps, &r);
+  apply_roofline(w.cost, ceiling_gbps, &r);
   return r;
 }
 
@@ -90,6 +94,7 @@ json::Value to_json(const BenchRecord& r) {
   json::Value v = json::Value::object();
   v.set("git", r.git)
       .set("time", r.time)
+      .set("op", r.op)
       .set("kernel", r.kernel_key)
       .set("tiling", r.tiling)
       .set("suite", r.suite)
@@ -113,9 +118,11 @@ json::Value to_json(const BenchRecord& r) {
       .set("ceiling_gbps", round_to(r.ceiling_gbps, 1))
       .set("pct_of_ceiling", round_to(r.pct_of_ceiling, 2));
   if (r.verify_ran) {
+    // NaN: the op has no output of that name.
+    const auto err = [](double x) { return std::isnan(x) ? json::Value() : json::Value(x); };
     v.set("verified", r.verified)
-        .set("max_abs_err_output", r.max_abs_err_output)
-        .set("max_abs_err_lse", r.max_abs_err_lse);
+        .set("max_abs_err_output", err(r.max_abs_err_output))
+        .set("max_abs_err_lse", err(r.max_abs_err_lse));
   } else {
     v.set("verified", nullptr).set("max_abs_err_output", nullptr).set("max_abs_err_lse", nullptr);
   }
@@ -143,7 +150,8 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where)
     *dst = int(x);
     return Status::ok();
   };
-  for (Status st : {str("git", &r->git), str("time", &r->time), str("kernel", &r->kernel_key),
+  for (Status st : {str("git", &r->git), str("time", &r->time), str("op", &r->op),
+                    str("kernel", &r->kernel_key),
                     str("tiling", &r->tiling), str("suite", &r->suite), str("workload", &r->workload),
                     str("shape", &r->shape), integer("T", &r->num_tokens), str("device", &r->device),
                     integer("sm_clock_mhz", &r->sm_clock_mhz), str("throttle", &r->throttle),
@@ -160,13 +168,14 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where)
     MLAKIT_RETURN_IF_ERROR(json::get_bool(v, "verified", &r->verified, where));
     r->verify_ran = true;
   }
+  if (r->op.empty()) r->op = r->kernel_key.substr(0, r->kernel_key.find('.'));
   return Status::ok();
 }
 
 std::string csv_header() {
   return "git,time,kernel,tiling,suite,workload,shape,T,device,sm_clock_mhz,throttle,method,iters,"
          "median_us,p10_us,p90_us,mean_us,host_us,bytes,flops,gbps,tflops,ceiling_gbps,"
-         "pct_of_ceiling,verified,max_abs_err_output,max_abs_err_lse";
+         "pct_of_ceiling,verified,max_abs_err_output,max_abs_err_lse,op";
 }
 
 std::string to_csv_row(const BenchRecord& r) {
@@ -177,7 +186,8 @@ std::string to_csv_row(const BenchRecord& r) {
       format_fixed(r.mean_us, 3), format_fixed(r.host_us, 3), format_fixed(r.bytes, 0), format_fixed(r.flops, 0), format_fixed(r.gbps, 1),
       format_fixed(r.tflops, 3), format_fixed(r.ceiling_gbps, 1), format_fixed(r.pct_of_ceiling, 2),
       r.verify_ran ? (r.verified ? "true" : "false") : "",
-      r.verify_ran ? format_sci(r.max_abs_err_output, 3) : "", r.verify_ran ? format_sci(r.max_abs_err_lse, 3) : ""};
+      r.verify_ran ? format_sci(r.max_abs_err_output, 3) : "", r.verify_ran ? format_sci(r.max_abs_err_lse, 3) : "",
+      r.op};
   std::string row;
   for (size_t i = 0; i < f.size(); ++i) {
     if (i) row += ',';

@@ -10,20 +10,22 @@
 #include "io/json.h"
 #include "mlakit/device.h"
 #include "mlakit/status.h"
-#include "plan/dsa/cost.h"
-#include "workbench/session.h"
+#include "plan/cost.h"
+#include "workbench/op_bench.h"
 #include "workbench/timer.h"
+#include "workbench/verify.h"
 
 namespace mlakit {
 
 struct BenchRecord {
   std::string git;          // short revision of the source tree ("+dirty" when modified), "unknown"
   std::string time;         // UTC, ISO 8601
+  std::string op;           // "dsa_decode" (records written before it existed: the key's prefix)
   std::string kernel_key;   // "dsa_decode.v1_splitk.bf16"
   std::string tiling;       // "s16n64x2m4"
-  std::string suite;        // "dsa-contest", "trace DIR", "" for one shape
+  std::string suite;        // the run's title: "suite dsa-contest", "trace DIR", "shape T=..."
   std::string workload;     // "contest-07"
-  std::string shape;        // DsaProblem::to_string()
+  std::string shape;        // the problem's to_string()
   int num_tokens = 0;
   std::string device;       // "NVIDIA H200"
   int sm_clock_mhz = 0;     // 0 = unknown
@@ -32,7 +34,7 @@ struct BenchRecord {
   int iters = 0;
   double median_us = 0, p10_us = 0, p90_us = 0, mean_us = 0;
   double host_us = 0;       // host time of one call
-  double bytes = 0;         // gathered bytes per call (DsaCost::gathered_bytes)
+  double bytes = 0;         // gathered bytes per call (Cost::gathered_bytes)
   double flops = 0;
   double gbps = 0;          // bytes / median span
   double tflops = 0;        // flops / median span
@@ -40,23 +42,32 @@ struct BenchRecord {
   double pct_of_ceiling = 0;
   bool verify_ran = false;
   bool verified = false;             // verification ran and passed
-  double max_abs_err_output = 0;     // meaningful when verify_ran
+  // Of the outputs named "output" and "lse" when verify_ran; NaN (null / empty in the files) for
+  // an op without such an output.
+  double max_abs_err_output = 0;
   double max_abs_err_lse = 0;
+};
+
+// What ran: the run's title (a suite, a trace, one shape), the op, the plan's kernel and tiling.
+struct BenchRun {
+  std::string suite;
+  std::string op;
+  std::string kernel_key;
+  std::string tiling;
 };
 
 // Everything a record holds, from the parts a bench run has. `verify` may be null (not run);
 // `ceiling_gbps` <= 0 leaves the % of ceiling at 0.
-BenchRecord make_bench_record(const std::string& suite, const DsaWorkload& workload,
-                              const std::string& kernel_key, const DsaTiling& tiling,
+BenchRecord make_bench_record(const BenchRun& run, const WorkloadInfo& workload,
                               const DeviceFacts& device, const TimingResult& timing, int iters,
                               const VerifyResult* verify, double ceiling_gbps);
 // GB/s, TFLOP/s and % of ceiling from the cost and the record's median.
-void apply_roofline(const DsaCost& cost, double ceiling_gbps, BenchRecord* record);
+void apply_roofline(const Cost& cost, double ceiling_gbps, BenchRecord* record);
 
 json::Value to_json(const BenchRecord& r);
 // Reads a record; unknown keys are ignored, missing ones keep their defaults, a wrong type fails.
 Status from_json(const json::Value& v, BenchRecord* r, const std::string& where = "record");
-std::string csv_header();           // no newline
+std::string csv_header();           // no newline; "op" is the last column (added last)
 std::string to_csv_row(const BenchRecord& r);  // no newline; RFC 4180 quoting
 
 // Appends to <out_dir>/bench.jsonl and <out_dir>/bench.csv (created with a header when new;

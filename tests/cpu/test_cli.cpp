@@ -39,7 +39,8 @@ TEST(Cli, NoCommandAndUnknownCommandExit2) {
 }
 
 TEST(Cli, HelpEverywhere) {
-  for (const char* c : {"--help", "list --help", "devices --help", "run --help", "bench --help", "verify --help"}) {
+  for (const char* c : {"--help", "list --help", "devices --help", "run --help", "bench --help", "verify --help",
+                        "tune --help", "ceiling --help", "report --help"}) {
     const Result r = cli(c);
     EXPECT_EQ(r.code, 0) << c << "\n" << r.output;
     EXPECT_NE(r.output.find("usage"), std::string::npos) << c << "\n" << r.output;
@@ -63,6 +64,32 @@ TEST(Cli, ListShowsEveryKernelWithItsArch) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("dsa_decode.v1_splitk.bf16"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("sm_90a"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the default for bf16 with 16 heads"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("dsa_decode  dsa-contest dsa-serving dsa-edge"), std::string::npos) << r.output;
+}
+
+// Issue 8: this once timed a launch whose split (4096 slots) is twice the kernel's compaction.
+// Every workload is planned before anything runs, with or without a GPU.
+TEST(Cli, ATilingTheShapeCannotRunIsAUsageError) {
+  for (const char* extra : {"", " --check", " --no-time"}) {
+    const std::string args = std::string("run --t 1 --topk 4096 --tiling s1n64x2m4") + extra;
+    expect_usage_error(args, "--tiling s1n64x2m4: tiling s1n64x2m4: a split of 4096 slots exceeds the 2048 "
+                             "one CTA compacts; use num_splits >= 2");
+  }
+  expect_usage_error("verify --suite dsa-edge --tiling s1n64x4m4", "stages must be 1, 2 or 3; got 4");
+}
+
+TEST(Cli, OpsAndKernelsNameTheOp) {
+  // An op name or a kernel key as the positional, or a suite of the op: the same command.
+  for (const char* args : {"run dsa_decode --t 2 --topk 256 --num-pages 64 --no-time",
+                           "run dsa_decode.v1_splitk.bf16 --t 2 --topk 256 --num-pages 64 --no-time",
+                           "run --kernel dsa_decode.v1_splitk.bf16 --t 2 --topk 256 --num-pages 64 --no-time"}) {
+    const Result r = cli(args);
+    EXPECT_EQ(r.code, 0) << args << "\n" << r.output;
+  }
+  expect_usage_error("run no_such_op --t 1", "kernel 'no_such_op' is not registered");
+  expect_usage_error("run dsa_decode", "--t N (number of tokens) is required");
+  expect_usage_error("verify dsa_decode --suite no-such-suite", "no-such-suite");
 }
 
 TEST(Cli, DevicesPrintsTheTable) {

@@ -1,8 +1,14 @@
 // Kernel plans without a GPU: defaults valid for H100/H200, bad tilings rejected with the reason
-// a person reads, the arch gate, tiling names.
+// a person reads, the arch gate, tiling names, and plans that only the planner makes.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <memory>
+#include <type_traits>
+
 #include "mlakit/device.h"
+#include "plan/dsa/contract.h"
+#include "runtime/planner.h"
 #include "runtime/registry.h"
 
 namespace mlakit {
@@ -22,7 +28,7 @@ DsaProblem contest(int tokens) {
 }
 
 const DsaKernel& v1() {
-  const DsaKernel* k = find_dsa_kernel("dsa_decode.v1_splitk.bf16");
+  const DsaKernel* k = find_kernel_as<DsaKernel>("dsa_decode.v1_splitk.bf16");
   EXPECT_NE(k, nullptr);
   return *k;
 }
@@ -149,12 +155,23 @@ TEST(Tiling, NameRoundTripsAndBadNamesAreRejected) {
   }
 }
 
-TEST(Run, BadTensorsAreReportedBeforeAnyLaunch) {
+// A plan for the H200 of the table (no GPU needed): what tests of dsa_run start from.
+DsaPlan dry_plan(const DsaProblem& p, const DsaTiling* tiling = nullptr) {
+  static const DeviceFacts h200 = device("H200");
+  DsaPlanOptions o;
+  o.device_facts = &h200;
+  o.tiling = tiling;
   DsaPlan plan;
-  plan.problem = contest(1);
-  plan.kernel_key = "dsa_decode.v1_splitk.bf16";
-  plan.tiling = DsaTiling{32, 64, 2, 4};
-  plan.workspace_bytes = 1024;
+  const Status s = dsa_plan(p, o, &plan);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  return plan;
+}
+
+TEST(Run, BadTensorsAreReportedBeforeAnyLaunch) {
+  const DsaTiling tiling{32, 64, 2, 4};
+  const DsaPlan plan = dry_plan(contest(1), &tiling);
+  const size_t need = plan.workspace_bytes();
+  ASSERT_EQ(need, size_t(1) * 32 * 16 * 514 * 4);
   DsaTensors x;
   Status s = dsa_run(plan, x, nullptr, 0, nullptr);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
@@ -168,12 +185,98 @@ TEST(Run, BadTensorsAreReportedBeforeAnyLaunch) {
   x.lse = reinterpret_cast<float*>(buf);
   x.sm_scale = 0.1f;
   s = dsa_run(plan, x, nullptr, 0, nullptr);
-  EXPECT_NE(s.message().find("workspace: the plan needs 1024 bytes, got 0"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("workspace: the plan needs " + std::to_string(need) + " bytes, got 0"),
+            std::string::npos)
+      << s.message();
+  const std::unique_ptr<void, decltype(&std::free)> ws(std::aligned_alloc(16, need), &std::free);
   x.ckv_stride_slot = 516;  // not a multiple of 8 elements
-  s = dsa_run(plan, x, buf, 1024, nullptr);
+  s = dsa_run(plan, x, ws.get(), need, nullptr);
   EXPECT_NE(s.message().find("ckv_stride_slot: must be a multiple of 8"), std::string::npos) << s.message();
-  plan.kernel_key = "nope";
-  EXPECT_EQ(dsa_run(plan, x, buf, 1024, nullptr).code(), Code::kNotFound);
+  x.ckv_stride_slot = 0;
+  // Every tensor fine: the device check is last, and a plan made without a GPU never runs.
+  s = dsa_run(plan, x, ws.get(), need, nullptr);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("plan: made for NVIDIA H200 without a live device"), std::string::npos)
+      << s.message();
+  DsaPlanOptions unknown;
+  unknown.kernel_key = "nope";
+  DsaPlan none;
+  EXPECT_EQ(dsa_plan(contest(1), unknown, &none).code(), Code::kNotFound);
+}
+
+// Issue 8: `mlakit run --t 1 --topk 4096 --tiling s1n64x2m4` once timed a launch whose split is
+// twice the kernel's 2048-slot compaction. The plan is where the tiling is checked, and nothing
+// but a plan launches.
+TEST(Plan, ASplitLongerThanTheCompactionCannotBePlanned) {
+  DsaProblem p = contest(1);
+  p.topk = 4096;
+  DsaTiling tiling;
+  ASSERT_TRUE(DsaTiling::parse("s1n64x2m4", &tiling).is_ok());
+  const DeviceFacts h200 = device("H200");
+  DsaPlanOptions o;
+  o.device_facts = &h200;
+  o.tiling = &tiling;
+  DsaPlan plan;
+  const Status s = dsa_plan(p, o, &plan);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("a split of 4096 slots exceeds the 2048 one CTA compacts; use num_splits >= 2"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(plan.empty());
+}
+
+TEST(Plan, OnlyThePlannerMakesAPlan) {
+  // No aggregate initialization, no public fields: the accessors are all there is.
+  static_assert(!std::is_aggregate_v<DsaPlan>);
+  static_assert(!std::is_constructible_v<DsaPlan, DsaProblem, std::string, DsaTiling, size_t>);
+  const DsaPlan empty;
+  EXPECT_TRUE(empty.empty());
+  DsaTensors x;
+  const Status s = dsa_run(empty, x, nullptr, 0, nullptr);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("plan: empty; make it with dsa_plan"), std::string::npos) << s.message();
+}
+
+TEST(Plan, RecordsKernelTilingWorkspaceAndDevice) {
+  const DsaPlan plan = dry_plan(contest(8));
+  EXPECT_EQ(plan.kernel_key(), "dsa_decode.v1_splitk.bf16");
+  EXPECT_EQ(plan.problem(), contest(8));
+  EXPECT_EQ(plan.device(), -1);  // planned for facts, not a live device
+  EXPECT_EQ(plan.device_name(), "NVIDIA H200");
+  EXPECT_EQ(plan.tiling(), v1().default_tiling(contest(8), device("H200")));
+  EXPECT_EQ(plan.workspace_bytes(), v1().workspace_bytes(contest(8), plan.tiling()));
+}
+
+TEST(Plan, ProblemFirstThenKernelThenArch) {
+  DsaPlan plan;
+  DsaProblem bad = contest(1);
+  bad.num_tokens = 0;
+  Status s = dsa_plan(bad, {}, &plan);  // no GPU needed to say what is wrong with the problem
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("num_tokens"), std::string::npos) << s.message();
+  DsaProblem heads = contest(1);
+  heads.num_heads = 64;
+  const DeviceFacts h200 = device("H200");
+  DsaPlanOptions o;
+  o.device_facts = &h200;
+  s = dsa_plan(heads, o, &plan);  // the registry has no default for 64 heads yet
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("no dsa_decode kernel is registered for bf16 with 64 heads"), std::string::npos)
+      << s.message();
+  const DeviceFacts rtx = device("RTX 5090");
+  o.device_facts = &rtx;
+  s = dsa_plan(contest(1), o, &plan);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("needs sm_90a; found sm_120"), std::string::npos) << s.message();
+}
+
+TEST(Registry, TheDefaultIsTheHighestRankThatRunsTheShape) {
+  EXPECT_EQ(default_kernel("dsa_decode", "bf16", 16), find_kernel("dsa_decode.v1_splitk.bf16"));
+  EXPECT_EQ(default_kernel("dsa_decode", "bf16", 64), nullptr);
+  EXPECT_EQ(default_kernel("dsa_decode", "fp8", 16), nullptr);
+  EXPECT_EQ(default_kernel("mla_decode", "bf16", 16), nullptr);
+  EXPECT_EQ(kernels_of("dsa_decode").size(), 1u);
+  EXPECT_NE(kernel_keys("dsa_decode").find("dsa_decode.v1_splitk.bf16"), std::string::npos);
 }
 
 }  // namespace

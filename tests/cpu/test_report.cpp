@@ -49,6 +49,7 @@ BenchRecord sample_record(const std::string& workload, double median) {
   BenchRecord r;
   r.git = "abc1234+dirty";
   r.time = "2026-11-21T10:00:00Z";
+  r.op = "dsa_decode";
   r.kernel_key = "dsa_decode.v1_splitk.bf16";
   r.tiling = "s16n64x2m4";
   r.suite = "dsa-contest";
@@ -69,7 +70,7 @@ BenchRecord sample_record(const std::string& workload, double median) {
   r.verified = true;
   r.max_abs_err_output = 0.015625;
   r.max_abs_err_lse = 2.5e-6;
-  DsaCost cost;
+  Cost cost;
   cost.gathered_bytes = 2048.0 * 8 * 1152;
   cost.flops = 1e9;
   apply_roofline(cost, 4000, &r);
@@ -81,7 +82,7 @@ BenchRecord sample_record(const std::string& workload, double median) {
 TEST(BenchRecordTest, RooflineFigures) {
   BenchRecord r;
   r.median_us = 10;
-  DsaCost cost;
+  Cost cost;
   cost.gathered_bytes = 20e6;  // 20 MB in 10 us = 2000 GB/s
   cost.flops = 5e9;            // 5 GFLOP in 10 us = 500 TFLOP/s
   apply_roofline(cost, 4000, &r);
@@ -103,6 +104,7 @@ TEST(BenchRecordTest, JsonRoundTrip) {
   BenchRecord back;
   ASSERT_TRUE(from_json(parsed, &back).is_ok());
   EXPECT_EQ(back.git, r.git);
+  EXPECT_EQ(back.op, "dsa_decode");
   EXPECT_EQ(back.kernel_key, r.kernel_key);
   EXPECT_EQ(back.tiling, r.tiling);
   EXPECT_EQ(back.workload, r.workload);
@@ -119,7 +121,7 @@ TEST(BenchRecordTest, JsonRoundTrip) {
   EXPECT_TRUE(back.verified);
   EXPECT_DOUBLE_EQ(back.max_abs_err_output, 0.015625);
   // The spec's fields of a bench line are all there.
-  for (const char* key : {"git", "kernel", "shape", "device", "median_us", "p90_us", "gbps", "pct_of_ceiling"})
+  for (const char* key : {"git", "op", "kernel", "shape", "device", "median_us", "p90_us", "gbps", "pct_of_ceiling"})
     EXPECT_TRUE(v.contains(key)) << key;
 }
 
@@ -133,7 +135,52 @@ TEST(BenchRecordTest, UnverifiedRecordsWriteNulls) {
   ASSERT_TRUE(from_json(v, &back).is_ok());
   EXPECT_FALSE(back.verify_ran);
   const std::string row = to_csv_row(r);
-  EXPECT_NE(row.find(",,,"), std::string::npos) << row;  // verified and both errors empty (last three)
+  EXPECT_NE(row.find(",,,dsa_decode"), std::string::npos) << row;  // verified and both errors empty, then op
+}
+
+TEST(BenchRecordTest, RecordsWithoutAnOpTakeItFromTheKernelKey) {
+  json::Value v = to_json(sample_record("contest-01", 10));
+  json::Value old = json::Value::object();
+  for (const auto& [key, value] : v.as_object())
+    if (key != "op") old.set(key, value);
+  BenchRecord back;
+  ASSERT_TRUE(from_json(old, &back).is_ok());
+  EXPECT_EQ(back.op, "dsa_decode");
+}
+
+TEST(BenchRecordTest, MadeFromAWorkloadARunAndTheOpsOutputs) {
+  WorkloadInfo w;
+  w.name = "serving-T16";
+  w.shape = "T=16 H=16 ckv=512 kpe=64 pages=10240 ps=64 topk=2048";
+  w.num_tokens = 16;
+  w.cost.rows = 16 * 2048;
+  w.cost.gathered_bytes = 16.0 * 2048 * 1152;
+  w.cost.flops = 1e9;
+  TimingResult t;
+  t.median_us = 24;
+  t.method = "cupti";
+  VerifyResult v;
+  v.outputs = {{"output", {}}, {"lse", {}}};
+  v.outputs[0].report.max_abs_err = 0.015625;
+  v.outputs[1].report.max_abs_err = 1e-6;
+  DeviceFacts h200;
+  ASSERT_TRUE(find_known_device("h200", &h200).is_ok());
+  const BenchRun run{"suite dsa-serving", "dsa_decode", "dsa_decode.v1_splitk.bf16", "s1n64x2m4"};
+  BenchRecord r = make_bench_record(run, w, h200, t, 50, &v, 4000);
+  EXPECT_EQ(r.op, "dsa_decode");
+  EXPECT_EQ(r.suite, "suite dsa-serving");
+  EXPECT_EQ(r.tiling, "s1n64x2m4");
+  EXPECT_EQ(r.shape, w.shape);
+  EXPECT_EQ(r.num_tokens, 16);
+  EXPECT_TRUE(r.verified);
+  EXPECT_DOUBLE_EQ(r.max_abs_err_output, 0.015625);
+  EXPECT_DOUBLE_EQ(r.max_abs_err_lse, 1e-6);
+  EXPECT_DOUBLE_EQ(r.gbps, w.cost.gathered_bytes / 24e3);
+  // An op without an lse output: its column is null in JSON and empty in CSV.
+  v.outputs.pop_back();
+  r = make_bench_record(run, w, h200, t, 50, &v, 4000);
+  EXPECT_TRUE(std::isnan(r.max_abs_err_lse));
+  EXPECT_TRUE(to_json(r)["max_abs_err_lse"].is_null());
 }
 
 TEST(BenchRecordTest, FromJsonNamesAWrongType) {

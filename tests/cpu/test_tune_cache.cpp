@@ -15,8 +15,12 @@
 #include <thread>
 
 #include "base/run_info.h"
+#include "plan/dsa/contract.h"
+#include "runtime/planner.h"
 #include "runtime/registry.h"
 #include "runtime/tune_cache.h"
+#include "workbench/dsa/bench.h"
+#include "workbench/op_bench_impl.h"
 #include "workbench/tuner.h"
 
 namespace mlakit {
@@ -62,7 +66,7 @@ TuneEntry entry(const std::string& device, const std::string& bucket, const DsaT
   e.device = device;
   e.kernel_key = "dsa_decode.v1_splitk.bf16";
   e.bucket = bucket;
-  e.tiling = t;
+  e.tiling = t.name();
   e.median_us = us;
   e.default_us = us + 1;
   e.suite = "dsa-contest";
@@ -135,9 +139,9 @@ TEST(TuneCacheFile, SaveLoadRoundTrip) {
   TuneCache d;
   ASSERT_TRUE(d.load(path).is_ok());
   ASSERT_EQ(d.entries().size(), 3u);
-  const TuneEntry* e = d.find("NVIDIA H200", "dsa_decode.v1_splitk.bf16", "T8.h16.ckv512.kpe64.ps64.k2048");
+  const TuneEntry* e = d.find({"NVIDIA H200", "dsa_decode.v1_splitk.bf16", "T8.h16.ckv512.kpe64.ps64.k2048"});
   ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->tiling, (DsaTiling{8, 64, 3, 8}));
+  EXPECT_EQ(e->tiling, (DsaTiling{8, 64, 3, 8}).name());
   EXPECT_DOUBLE_EQ(e->median_us, 14.25);
   EXPECT_DOUBLE_EQ(e->default_us, 15.25);
   EXPECT_EQ(e->suite, "dsa-contest");
@@ -145,7 +149,7 @@ TEST(TuneCacheFile, SaveLoadRoundTrip) {
   EXPECT_EQ(e->workloads, 3);
   EXPECT_EQ(e->git, "abc1234");
   EXPECT_EQ(e->updated, "2026-11-21T10:00:00Z");
-  EXPECT_EQ(d.find("NVIDIA H200", "dsa_decode.other.bf16", "T8.h16.ckv512.kpe64.ps64.k2048"), nullptr);
+  EXPECT_EQ(d.find({"NVIDIA H200", "dsa_decode.other.bf16", "T8.h16.ckv512.kpe64.ps64.k2048"}), nullptr);
   EXPECT_EQ(d.dump(), c.dump());
 }
 
@@ -155,9 +159,9 @@ TEST(TuneCacheFile, PutReplacesTheSameKeyAndEraseRemovesIt) {
   c.put(entry("NVIDIA H200", b, {16, 64, 2, 4}, 12));
   c.put(entry("NVIDIA H200", b, {32, 64, 2, 4}, 11));
   ASSERT_EQ(c.entries().size(), 1u);
-  EXPECT_EQ(c.entries()[0].tiling.num_splits, 32);
-  EXPECT_TRUE(c.erase("NVIDIA H200", "dsa_decode.v1_splitk.bf16", b));
-  EXPECT_FALSE(c.erase("NVIDIA H200", "dsa_decode.v1_splitk.bf16", b));
+  EXPECT_EQ(c.entries()[0].tiling, "s32n64x2m4");
+  EXPECT_TRUE(c.erase({"NVIDIA H200", "dsa_decode.v1_splitk.bf16", b}));
+  EXPECT_FALSE(c.erase({"NVIDIA H200", "dsa_decode.v1_splitk.bf16", b}));
   EXPECT_TRUE(c.entries().empty());
 }
 
@@ -212,6 +216,11 @@ class TunedTilingTest : public ::testing::Test {
   TempDir dir_;
 };
 
+// The tuned tiling name of a DSA problem's bucket, as the planner asks for it.
+Status tuned(const std::string& device, const std::string& kernel, const DsaProblem& p, std::string* out) {
+  return tuned_tiling(device, kernel, dsa_shape_bucket(p), out);
+}
+
 TEST_F(TunedTilingTest, FindsTheEntryOfTheProblemsBucket) {
   const std::string path = dir_.file("tune.json");
   TuneCache c;
@@ -220,16 +229,16 @@ TEST_F(TunedTilingTest, FindsTheEntryOfTheProblemsBucket) {
   set_tune_cache_path(path);
   EXPECT_EQ(tune_cache_path(), path);
 
-  DsaTiling t;
-  ASSERT_TRUE(tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(5), &t).is_ok());
-  EXPECT_EQ(t, (DsaTiling{8, 64, 3, 8}));
+  std::string t;
+  ASSERT_TRUE(tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(5), &t).is_ok());
+  EXPECT_EQ(t, (DsaTiling{8, 64, 3, 8}).name());
   // Another bucket, device or kernel: kNotFound with the key in the message.
-  Status st = tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(4), &t);
+  Status st = tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(4), &t);
   EXPECT_EQ(st.code(), Code::kNotFound);
   EXPECT_NE(st.message().find("T4.h16"), std::string::npos) << st.message();
-  EXPECT_EQ(tuned_tiling("NVIDIA H100", "dsa_decode.v1_splitk.bf16", problem_with_tokens(8), &t).code(),
+  EXPECT_EQ(tuned("NVIDIA H100", "dsa_decode.v1_splitk.bf16", problem_with_tokens(8), &t).code(),
             Code::kNotFound);
-  EXPECT_EQ(tuned_tiling("NVIDIA H200", "dsa_decode.other", problem_with_tokens(8), &t).code(), Code::kNotFound);
+  EXPECT_EQ(tuned("NVIDIA H200", "dsa_decode.other", problem_with_tokens(8), &t).code(), Code::kNotFound);
 }
 
 TEST_F(TunedTilingTest, LoadsOnceUntilToldToReload) {
@@ -238,40 +247,40 @@ TEST_F(TunedTilingTest, LoadsOnceUntilToldToReload) {
   c.put(entry("NVIDIA H200", "T1.h16.ckv512.kpe64.ps64.k2048", {32, 64, 2, 4}, 9));
   ASSERT_TRUE(c.save(path).is_ok());
   set_tune_cache_path(path);
-  DsaTiling t;
-  ASSERT_TRUE(tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t).is_ok());
-  EXPECT_EQ(t.num_splits, 32);
+  std::string t;
+  ASSERT_TRUE(tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t).is_ok());
+  EXPECT_EQ(t, "s32n64x2m4");
 
   c.put(entry("NVIDIA H200", "T1.h16.ckv512.kpe64.ps64.k2048", {16, 64, 2, 4}, 8));
   ASSERT_TRUE(c.save(path).is_ok());
-  ASSERT_TRUE(tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t).is_ok());
-  EXPECT_EQ(t.num_splits, 32) << "the file is read once per process";
+  ASSERT_TRUE(tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t).is_ok());
+  EXPECT_EQ(t, "s32n64x2m4") << "the file is read once per process";
   reload_tune_cache();
-  ASSERT_TRUE(tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t).is_ok());
-  EXPECT_EQ(t.num_splits, 16);
+  ASSERT_TRUE(tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t).is_ok());
+  EXPECT_EQ(t, "s16n64x2m4");
 }
 
 TEST_F(TunedTilingTest, MissingFileIsNotFound) {
   set_tune_cache_path(dir_.file("none.json"));
-  DsaTiling t;
-  const Status st = tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t);
+  std::string t;
+  const Status st = tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t);
   EXPECT_EQ(st.code(), Code::kNotFound);
   EXPECT_NE(st.message().find("none.json"), std::string::npos) << st.message();
 }
 
 TEST_F(TunedTilingTest, CorruptFileIsAClearErrorAndLeavesTheTilingAlone) {
-  // dsa_plan turns any non-ok answer into the kernel's built-in default: the tiling it passed
+  // The planner turns any non-ok answer into the kernel's built-in default: the tiling it passed
   // in must come back untouched, and the status must say what is wrong with which file.
   const std::string path = dir_.file("tune.json");
   write_text(path, "{\"format\": \"mlakit.tune\", \"version\": 1, \"entries\": [ oops");
   set_tune_cache_path(path);
-  DsaTiling t{4, 64, 2, 4};
-  const Status st = tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t);
+  std::string t = "s4n64x2m4";
+  const Status st = tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(1), &t);
   EXPECT_EQ(st.code(), Code::kIoError);
   EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("corrupt"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("built-in tilings are used"), std::string::npos) << st.message();
-  EXPECT_EQ(t, (DsaTiling{4, 64, 2, 4}));
+  EXPECT_EQ(t, "s4n64x2m4");
 }
 
 TEST_F(TunedTilingTest, ConcurrentLookupsAgree) {
@@ -287,14 +296,32 @@ TEST_F(TunedTilingTest, ConcurrentLookupsAgree) {
     threads.emplace_back([&, k] {
       for (int i = 0; i < 200; ++i) {
         const int t = 1 << ((i + k) % 9);
-        DsaTiling out;
-        if (!tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(t), &out).is_ok() ||
-            out.num_splits != t)
+        std::string out;
+        if (!tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(t), &out).is_ok() ||
+            out != (DsaTiling{t, 64, 2, 4}).name())
           ++wrong;
       }
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(TunedTilingTest, ThePlannerUsesAValidTunedTilingAndIgnoresAnInvalidOne) {
+  const std::string path = dir_.file("tune.json");
+  TuneCache c;
+  c.put(entry("NVIDIA H200", "T8.h16.ckv512.kpe64.ps64.k2048", {8, 64, 1, 8}, 14));
+  c.put(entry("NVIDIA H200", "T1.h16.ckv512.kpe64.ps64.k2048", {16, 64, 3, 4}, 9));  // 3 stages: too big
+  ASSERT_TRUE(c.save(path).is_ok());
+  set_tune_cache_path(path);
+  DeviceFacts h200;
+  ASSERT_TRUE(find_known_device("h200", &h200).is_ok());
+  DsaPlanOptions o;
+  o.device_facts = &h200;
+  DsaPlan plan;
+  ASSERT_TRUE(dsa_plan(problem_with_tokens(8), o, &plan).is_ok());
+  EXPECT_EQ(plan.tiling().name(), "s8n64x1m8");
+  ASSERT_TRUE(dsa_plan(problem_with_tokens(1), o, &plan).is_ok());
+  EXPECT_EQ(plan.tiling().name(), "s32n64x2m4");  // the kernel's default for T=1
 }
 
 // --- tuner helpers (a test double kernel; no GPU) -----------------------------------------------
@@ -306,6 +333,7 @@ class FakeKernel : public DsaKernel {
     info_.op = "dsa_decode";
     info_.variant = "fake";
     info_.dtype = "bf16";
+    info_.heads = {16};
     info_.description = "a test double";
   }
   const KernelInfo& info() const override { return info_; }
@@ -340,45 +368,69 @@ DeviceFacts h200() {
   return d;
 }
 
+// A suite of DSA workloads with these token counts (indices are not needed to plan).
+OpSuite<DsaBench> suite_of(const std::vector<int>& tokens) {
+  std::vector<DsaWorkload> ws;
+  for (int t : tokens) {
+    DsaWorkload w;
+    w.name = "w" + std::to_string(ws.size());
+    w.problem = problem_with_tokens(t);
+    ws.push_back(w);
+  }
+  return OpSuite<DsaBench>("test", ws);
+}
+
+PlanTarget h200_target(const KernelEntry& k) {
+  PlanTarget target;
+  EXPECT_TRUE(plan_target(k, h200(), &target).is_ok());
+  return target;
+}
+
+DsaTiling tiling_of(const TilingChoice& c) {
+  DsaTiling t;
+  EXPECT_TRUE(DsaTiling::parse(c.tiling, &t).is_ok()) << c.tiling;
+  return t;
+}
+
 TEST(TunerEnumerate, MergesSpacesDropsDuplicatesAndGivesReasons) {
   FakeKernel k;
-  const std::vector<DsaProblem> problems = {problem_with_tokens(5), problem_with_tokens(8)};
-  const std::vector<TilingChoice> choices = enumerate_tilings(k, problems, h200());
+  const OpSuite<DsaBench> suite = suite_of({5, 8});
+  const std::vector<TilingChoice> choices = enumerate_tilings(suite, {0, 1}, h200_target(k));
   ASSERT_EQ(choices.size(), 13u);  // 6 splits x 2 stages + s64 (once, though in both spaces)
   int valid = 0;
   for (const TilingChoice& c : choices) {
     valid += c.valid();
-    if (c.tiling.num_splits == 1 && c.tiling.stages == 2) {
+    const DsaTiling t = tiling_of(c);
+    if (t.num_splits == 1 && t.stages == 2) {
       EXPECT_EQ(c.skip_reason, "T=5: one split needs one stage here");
     }
-    if (c.tiling.num_splits == 16) {
+    if (t.num_splits == 16) {
       // 16 x 5 = 80 > 64 fails on the first problem already.
       EXPECT_EQ(c.skip_reason, "T=5: grid of 80 CTAs exceeds this double's 64");
     }
-    if (c.tiling.num_splits == 8) {
+    if (t.num_splits == 8) {
       // valid for T=5 (40) but not for T=8 (64 is fine, 8*8 = 64): valid.
       EXPECT_TRUE(c.valid()) << c.skip_reason;
     }
+    // A valid tiling comes with its plan for each workload: what the tuner times.
+    EXPECT_EQ(c.plans.size(), c.valid() ? 2u : 0u) << c.tiling;
+    for (const BenchPlan& p : c.plans) EXPECT_EQ(p.tiling(), c.tiling);
   }
   EXPECT_EQ(valid, 7);  // s1x1, s2x1, s2x2, s4x1, s4x2, s8x1, s8x2
 }
 
 TEST(TunerEnumerate, SameTokensGiveBareReasons) {
   FakeKernel k;
-  const auto choices = enumerate_tilings(k, {problem_with_tokens(2), problem_with_tokens(2)}, h200());
+  const OpSuite<DsaBench> suite = suite_of({2, 2});
+  const auto choices = enumerate_tilings(suite, {0, 1}, h200_target(k));
   for (const TilingChoice& c : choices)
-    if (c.tiling.num_splits == 1 && c.tiling.stages == 2) EXPECT_EQ(c.skip_reason, "one split needs one stage here");
+    if (tiling_of(c).num_splits == 1 && tiling_of(c).stages == 2)
+      EXPECT_EQ(c.skip_reason, "one split needs one stage here");
 }
 
 TEST(TunerGroups, GroupsByBucketInOrderOfFirstAppearance) {
-  std::vector<DsaWorkload> ws;
-  for (int t : {1, 3, 4, 2, 8, 5, 1}) {
-    DsaWorkload w;
-    w.name = "w" + std::to_string(ws.size());
-    w.problem = problem_with_tokens(t);
-    ws.push_back(w);
-  }
-  const auto groups = group_by_bucket(ws);
+  const OpSuite<DsaBench> suite = suite_of({1, 3, 4, 2, 8, 5, 1});
+  const auto groups = group_by_bucket(suite);
   ASSERT_EQ(groups.size(), 4u);
   EXPECT_EQ(groups[0].bucket, "T1.h16.ckv512.kpe64.ps64.k2048");
   EXPECT_EQ(groups[0].workloads, (std::vector<size_t>{0, 6}));
@@ -398,7 +450,7 @@ TEST(TunerDryRun, EnumeratesTheContestSuiteAndWritesNothing) {
   std::vector<std::string> lines;
   o.log = [&](const std::string& l) { lines.push_back(l); };
   TuneReport r;
-  ASSERT_TRUE(tune_dsa(k, o, &r).is_ok());
+  ASSERT_TRUE(tune(k, o, &r).is_ok());
   EXPECT_FALSE(fs::exists(o.cache_path));
   ASSERT_FALSE(r.buckets.empty());
   size_t workloads = 0;
@@ -421,7 +473,7 @@ TEST(TunerRun, RefusesToOverwriteACorruptCache) {
   o.cache_path = dir.file("tune.json");
   write_text(o.cache_path, "not json");
   TuneReport r;
-  const Status st = tune_dsa(k, o, &r);
+  const Status st = tune(k, o, &r);
   EXPECT_EQ(st.code(), Code::kIoError);
   EXPECT_NE(st.message().find("corrupt"), std::string::npos) << st.message();
   std::ifstream f(o.cache_path);
@@ -436,7 +488,7 @@ TEST(TunerRun, UnknownSuiteIsNotFound) {
   o.device = h200();
   o.suite = "no-such-suite";
   TuneReport r;
-  EXPECT_FALSE(tune_dsa(k, o, &r).is_ok());
+  EXPECT_FALSE(tune(k, o, &r).is_ok());
 }
 
 }  // namespace

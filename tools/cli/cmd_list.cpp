@@ -2,24 +2,41 @@
 #include <cstdio>
 
 #include "common.h"
+#include "runtime/registry.h"
 
 namespace mlakit::cli {
 namespace {
+
+// "runnable on sm_90 (...)", "skipped: ..." for one kernel on this machine.
+std::string status_here(const KernelEntry& kernel, bool have_device, const DeviceFacts& facts) {
+  if (!have_device) return "skipped: no CUDA device";
+  if (Status s = check_kernel_arch(kernel, facts); !s.is_ok()) return "skipped: " + s.message();
+  return "runnable on " + facts.describe();
+}
 
 int run_list(Args& args) {
   args.reject_unknown({});
   if (!args.ok()) return args.fail_usage("usage: mlakit list");
   DeviceFacts facts;
   const bool have_device = device_count() > 0 && query_device(0, &facts).is_ok();
-  std::printf("%-28s %-10s %-6s %-8s %s\n", "kernel", "variant", "dtype", "arch", "status here");
-  for (const DsaKernel* k : dsa_kernels()) {
+  std::printf("%-28s %-11s %-10s %-6s %-7s %-8s %s\n", "kernel", "op", "variant", "dtype", "heads", "arch",
+              "status here");
+  for (const KernelEntry* k : kernels()) {
     const KernelInfo& i = k->info();
-    std::string status = "runnable on " + (have_device ? facts.describe() : std::string());
-    if (!have_device) status = "skipped: no CUDA device";
-    else if (Status s = check_arch(i.arch, facts); !s.is_ok()) status = "skipped: " + s.message();
-    std::printf("%-28s %-10s %-6s %-8s %s\n", i.key.c_str(), i.variant.c_str(), i.dtype.c_str(),
-                i.arch.describe().c_str(), status.c_str());
-    std::printf("    %s\n", i.description.c_str());
+    std::printf("%-28s %-11s %-10s %-6s %-7s %-8s %s\n", i.key.c_str(), i.op.c_str(), i.variant.c_str(),
+                i.dtype.c_str(), i.heads_string().c_str(), i.arch.describe().c_str(),
+                status_here(*k, have_device, facts).c_str());
+    std::string defaults;
+    for (int h : i.heads)
+      if (default_kernel(i.op, i.dtype, h) == k) defaults += (defaults.empty() ? "" : ", ") + std::to_string(h);
+    std::printf("    %s (rank %d%s)\n", i.description.c_str(), i.rank,
+                defaults.empty() ? "" : ("; the default for " + i.dtype + " with " + defaults + " heads").c_str());
+  }
+  std::printf("\nops and their suites:\n");
+  for (const OpBench* op : op_benches()) {
+    std::string suites;
+    for (const std::string& s : op->suite_names()) suites += " " + s;
+    std::printf("  %-11s%s\n", op->name().c_str(), suites.c_str());
   }
   return kExitOk;
 }
@@ -52,8 +69,9 @@ int run_devices(Args& args) {
 }  // namespace
 
 MLAKIT_CLI_COMMAND(list, "list", "registered kernels, their arch and whether they run here",
-                   "usage: mlakit list\n\nLists every registered kernel with its registry key, "
-                   "variant, dtype, required arch and whether it can run on this machine.",
+                   "usage: mlakit list\n\nLists every registered kernel of every op with its registry "
+                   "key, op, variant, dtype, head counts, required arch, whether it can run on this "
+                   "machine and for which shapes it is the default; then each op's suites.",
                    run_list, {});
 MLAKIT_CLI_COMMAND(devices, "devices", "the live device(s) and the table of known chips",
                    "usage: mlakit devices\n\nPrints the facts of every visible CUDA device and the "

@@ -1,8 +1,13 @@
 // `mlakit tune`: autotunes a kernel's tiling per shape bucket of a suite and writes the winners
-// to the tune cache that dsa_plan reads (docs/workbench.md, "Autotuning").
+// to the tune cache that planning reads (docs/workbench.md, "Autotuning"). Any op's kernel.
 #include <algorithm>
 #include <cstdio>
 
+#include <memory>
+
+#include <cuda_runtime_api.h>
+
+#include "base/cuda_status.h"
 #include "common.h"
 #include "runtime/tune_cache.h"
 #include "workbench/tuner.h"
@@ -18,8 +23,8 @@ const char* kTuneUsage =
     "workloads (cold L2, median span) and stores the one with the lowest mean span in the tune\n"
     "cache, keyed by device name, kernel key and bucket. Tilings that do not validate, fail to\n"
     "launch or fail verification are skipped with their reason.\n\n"
-    "  KERNEL        registry key (default: the default kernel; or --kernel KEY)\n"
-    "  --suite NAME  dsa-contest (default), dsa-serving, dsa-edge\n"
+    "  KERNEL        registry key (default: the registry default of the suite's op; or --kernel KEY)\n"
+    "  --suite NAME  dsa-contest (default), dsa-serving, dsa-edge; the suite names the op\n"
     "  --cache PATH  tune cache file (default $MLAKIT_CACHE_DIR, $XDG_CACHE_HOME/mlakit or\n"
     "                ~/.cache/mlakit, + /tune.json)\n"
     "  --iters N     timed calls per (tiling, workload), default 50; --warmup N, default 10\n"
@@ -39,14 +44,62 @@ void print_ranking(const TuneBucketResult& b) {
               timed.size(), skipped);
   const size_t shown = std::min<size_t>(timed.size(), 5);
   for (size_t i = 0; i < shown; ++i)
-    std::printf("  %zu. %-14s %9.2f us\n", i + 1, timed[i]->tiling.name().c_str(), timed[i]->mean_us);
+    std::printf("  %zu. %-14s %9.2f us\n", i + 1, timed[i]->tiling.c_str(), timed[i]->mean_us);
   if (b.default_us > 0) std::printf("     %-14s %9.2f us\n", "(defaults)", b.default_us);
   std::printf("  %s\n", b.decision.c_str());
 }
 
+// The kernel to tune: the one named, else the registry default of the suite's first workload.
+Status kernel_to_tune(const Selection& sel, const TuneOptions& o, const KernelEntry** kernel) {
+  *kernel = sel.kernel;
+  if (*kernel != nullptr) return Status::ok();
+  std::unique_ptr<BenchSuite> suite;
+  MLAKIT_RETURN_IF_ERROR(sel.op->make_suite(o.suite, o.seed, &suite));
+  *kernel = suite->size() ? suite->default_kernel(0) : nullptr;
+  if (*kernel == nullptr) return Status::not_found("no registered kernel runs the first workload of " + o.suite);
+  return Status::ok();
+}
+
+// A dry run plans for --device NAME, for the live device, or without one for the H200 of the table.
+Status dry_run_device(Args& args, DeviceFacts* device) {
+  if (args.has("device") || device_count() == 0) return find_known_device(args.get_or("device", kDryPlanDevice), device);
+  int current = 0;
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&current), "cudaGetDevice"));
+  return cached_device_facts(current, device);
+}
+
+// "tune KEY on DEVICE, suite S, seed N": a real run tunes for the current device.
+void print_header(const KernelEntry& kernel, const TuneOptions& o) {
+  DeviceFacts shown = o.device;
+  int current = 0;
+  if (!o.dry_run && device_count() > 0 && cudaGetDevice(&current) == cudaSuccess &&
+      !cached_device_facts(current, &shown))
+    shown = DeviceFacts{};
+  std::printf("tune %s on %s, suite %s, seed %llu%s\n", kernel.info().key.c_str(),
+              shown.name.empty() ? "no visible device" : shown.describe().c_str(), o.suite.c_str(),
+              (unsigned long long)o.seed, o.dry_run ? " (dry run)" : "");
+}
+
+int report_tune(const TuneOptions& o, const TuneReport& report, const Status& st) {
+  if (!o.dry_run)
+    for (const TuneBucketResult& b : report.buckets) print_ranking(b);
+  if (!st && st.code() == Code::kUnsupported && !o.dry_run)
+    return fail("tuning needs a GPU the kernel runs on: " + st.message() +
+                    "\n(--dry-run --device h200 lists the search space and the skip reasons without one)",
+                kExitFailure);
+  if (!st)
+    return fail("tune: " + st.to_string(),
+                st.code() == Code::kNotFound || st.code() == Code::kInvalidArgument ? kExitUsage : kExitFailure);
+  if (!o.dry_run) {
+    int written = 0;
+    for (const TuneBucketResult& b : report.buckets) written += b.written;
+    std::printf("\n%d of %zu buckets written to %s\n", written, report.buckets.size(), report.cache_path.c_str());
+  }
+  return kExitOk;
+}
+
 int run_tune(Args& args) {
   const std::string positional = args.positional().empty() ? "" : args.positional()[0];
-  const DsaKernel* kernel = resolve_kernel(args, positional);
   TuneOptions o;
   o.suite = args.get_or("suite", "dsa-contest");
   o.seed = uint64_t(args.get_int("seed", 1, 0, 1ll << 62));
@@ -56,53 +109,28 @@ int run_tune(Args& args) {
   o.verify = !args.has("no-verify");
   o.verbose = args.has("verbose");
   o.dry_run = args.has("dry-run");
+  Selection sel;
+  select_op(args, positional, o.suite, &sel);
   if (args.positional().size() > 1) args.error("expected at most one kernel key, got " + args.positional()[1]);
   if (args.has("device") && !o.dry_run) args.error("--device NAME only applies with --dry-run");
   if (args.has("cache") && o.cache_path.empty()) args.error("--cache: expected a file path, got ''");
   args.reject_unknown({"kernel", "suite", "seed", "cache", "iters", "warmup", "no-verify", "verbose",
                        "dry-run", "device"});
   if (!args.ok()) return args.fail_usage(kTuneUsage);
-
-  if (o.dry_run && (args.has("device") || device_count() == 0)) {
-    if (Status s = find_known_device(args.get_or("device", "h200"), &o.device); !s) {
-      std::fprintf(stderr, "mlakit: --device: %s\n", s.message().c_str());
-      return kExitUsage;
-    }
-  } else if (Status gate = gpu_gate(*kernel, &o.device); !gate) {
-    if (o.dry_run) {
-      std::fprintf(stderr, "mlakit: %s\n", gate.message().c_str());
-    } else {
-      std::fprintf(stderr,
-                   "mlakit: tuning needs a GPU the kernel runs on: %s\n"
-                   "(--dry-run --device h200 lists the search space and the skip reasons without one)\n",
-                   gate.message().c_str());
-    }
-    return kExitFailure;
-  }
+  o.op = sel.op;
+  const KernelEntry* kernel = nullptr;
+  if (Status s = kernel_to_tune(sel, o, &kernel); !s) return fail(s.message(), kExitUsage);
+  if (o.dry_run)
+    if (Status s = dry_run_device(args, &o.device); !s) return fail("--device: " + s.message(), kExitUsage);
   if (!o.cache_path.empty()) set_tune_cache_path(o.cache_path);
-
-  std::printf("tune %s on %s, suite %s, seed %llu%s\n", kernel->info().key.c_str(),
-              o.device.describe().c_str(), o.suite.c_str(), (unsigned long long)o.seed,
-              o.dry_run ? " (dry run)" : "");
+  print_header(*kernel, o);
   o.log = [](const std::string& line) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   };
   TuneReport report;
-  const Status st = tune_dsa(*kernel, o, &report);
-  if (!o.dry_run)
-    for (const TuneBucketResult& b : report.buckets) print_ranking(b);
-  if (!st) {
-    std::fprintf(stderr, "mlakit: tune: %s\n", st.to_string().c_str());
-    return st.code() == Code::kNotFound || st.code() == Code::kInvalidArgument ? kExitUsage : kExitFailure;
-  }
-  if (!o.dry_run) {
-    int written = 0;
-    for (const TuneBucketResult& b : report.buckets) written += b.written;
-    std::printf("\n%d of %zu buckets written to %s\n", written, report.buckets.size(),
-                report.cache_path.c_str());
-  }
-  return kExitOk;
+  const Status st = tune(*kernel, o, &report);
+  return report_tune(o, report, st);
 }
 
 }  // namespace

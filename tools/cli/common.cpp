@@ -2,41 +2,47 @@
 
 #include <cstdio>
 
+#include "runtime/registry.h"
+
 namespace mlakit::cli {
 
-const DsaKernel* resolve_kernel(Args& args, const std::string& from_positional) {
-  std::string key = args.get_or("kernel", from_positional);
-  if (key.empty()) key = default_dsa_kernel_key();
-  const DsaKernel* k = find_dsa_kernel(key);
-  if (k == nullptr) {
-    std::string known;
-    for (const DsaKernel* d : dsa_kernels()) known += " " + d->info().key;
-    args.error("kernel '" + key + "' is not registered (known:" + known + ")");
+bool select_op(Args& args, const std::string& positional, const std::string& suite, Selection* out) {
+  *out = Selection{};
+  const OpBench* named_op = positional.empty() ? nullptr : find_op_bench(positional);
+  const std::string key = args.get_or("kernel", named_op ? "" : positional);
+  if (!key.empty()) {
+    out->kernel = find_kernel(key);
+    if (out->kernel == nullptr) {
+      args.error("kernel '" + key + "' is not registered (known:" + kernel_keys() + "; ops:" + op_names() + ")");
+      return false;
+    }
+    named_op = find_op_bench(out->kernel->info().op);
+    if (named_op == nullptr) {
+      args.error("kernel '" + key + "': the workbench has no op '" + out->kernel->info().op + "'");
+      return false;
+    }
   }
-  return k;
-}
-
-Status gpu_gate(const DsaKernel& kernel, DeviceFacts* facts) {
-  if (device_count() == 0)
-    return Status::unsupported("no CUDA device is visible: the GPU kernels need an sm_90a device "
-                               "(H100/H200)");
-  int device = 0;
-  cudaGetDevice(&device);
-  MLAKIT_RETURN_IF_ERROR(query_device(device, facts));
-  return check_kernel_arch(kernel, *facts);
-}
-
-bool parse_tiling_option(Args& args, DsaTiling* tiling, bool* given) {
-  *given = false;
-  auto name = args.get("tiling");
-  if (!name) return true;
-  Status s = DsaTiling::parse(*name, tiling);
-  if (!s.is_ok()) {
-    args.error("--" + s.message());
+  const OpBench* suite_op = suite.empty() ? nullptr : op_bench_of_suite(suite);
+  if (named_op && suite_op && named_op != suite_op) {
+    args.error("suite '" + suite + "' is a " + suite_op->name() + " suite, not " + named_op->name());
     return false;
   }
-  *given = true;
+  out->op = named_op ? named_op : suite_op ? suite_op : op_benches().front();
   return true;
+}
+
+Status dry_target(const KernelEntry& kernel, PlanTarget* target) {
+  DeviceFacts preferred;
+  if (find_known_device(kDryPlanDevice, &preferred).is_ok() && plan_target(kernel, preferred, target).is_ok())
+    return Status::ok();
+  for (const DeviceFacts& facts : known_devices())
+    if (plan_target(kernel, facts, target).is_ok()) return Status::ok();
+  return Status::unsupported(kernel.info().key + ": no known chip runs its arch " + kernel.info().arch.describe());
+}
+
+int fail(const std::string& message, int exit_code) {
+  std::fprintf(stderr, "mlakit: %s\n", message.c_str());
+  return exit_code;
 }
 
 }  // namespace mlakit::cli

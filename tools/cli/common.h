@@ -1,22 +1,34 @@
-// Helpers shared by the CLI subcommands: kernel and tiling resolution, the GPU gate, tables.
+// Helpers shared by the CLI subcommands: which op and kernel a command line names, and the
+// targets plans are made for (a live device, or a known chip on a machine without one).
 #pragma once
 
 #include <string>
 
 #include "cli.h"
 #include "mlakit/device.h"
-#include "runtime/registry.h"
+#include "plan/kernel_entry.h"
+#include "runtime/planner.h"
+#include "workbench/op_bench.h"
 
 namespace mlakit::cli {
 
-// The kernel named by --kernel (or a positional), default the registry default; null + error.
-const DsaKernel* resolve_kernel(Args& args, const std::string& from_positional);
+// What a command works on.
+struct Selection {
+  const OpBench* op = nullptr;
+  const KernelEntry* kernel = nullptr;  // null = the registry default of each workload
+};
 
-// Ok when a device is there and `kernel` can run on it; else the reason, e.g.
-// "no CUDA device is visible" or "dsa_decode.v1_splitk.bf16 needs sm_90a; found sm_120 (...)".
-Status gpu_gate(const DsaKernel& kernel, DeviceFacts* facts);
+// The op and kernel named by `--kernel KEY` or a positional that is an op name or a kernel key,
+// and by the suite name (each suite belongs to one op); the first op of the table when nothing
+// names one. Mistakes become errors in `args`; false then.
+bool select_op(Args& args, const std::string& positional, const std::string& suite, Selection* out);
 
-// --tiling NAME, validated for syntax; the kernel validates the rest.
-bool parse_tiling_option(Args& args, DsaTiling* tiling, bool* given);
+// The chip a machine without a usable GPU plans for, to check --tiling and tune dry runs: the H200
+// of the table, or the first known chip the kernel's arch runs on.
+constexpr const char* kDryPlanDevice = "h200";
+Status dry_target(const KernelEntry& kernel, PlanTarget* target);
+
+// Prints "mlakit: <message>" to stderr; returns `exit_code`.
+int fail(const std::string& message, int exit_code);
 
 }  // namespace mlakit::cli

@@ -2,14 +2,14 @@
 
 namespace mlakit {
 
-DsaCost dsa_cost(const DsaProblem& p, const std::vector<int>& valid_per_row) {
-  DsaCost c;
-  for (int v : valid_per_row) c.valid_slots += v;
+Cost dsa_cost(const DsaProblem& p, const std::vector<int>& valid_per_row) {
+  Cost c;
+  for (int v : valid_per_row) c.rows += v;
   const double row_bytes = 2.0 * (p.head_dim_ckv + p.head_dim_kpe);
   const double per_slot_flops = 2.0 * p.num_heads * (p.head_dim_ckv + p.head_dim_kpe) +  // QK
                                 2.0 * p.num_heads * p.head_dim_ckv;                      // PV
-  c.flops = per_slot_flops * double(c.valid_slots);
-  c.gathered_bytes = row_bytes * double(c.valid_slots);
+  c.flops = per_slot_flops * double(c.rows);
+  c.gathered_bytes = row_bytes * double(c.rows);
   const double T = p.num_tokens, H = p.num_heads;
   c.bytes = c.gathered_bytes + T * H * row_bytes      // q_nope + q_pe
             + 4.0 * T * p.topk                        // indices

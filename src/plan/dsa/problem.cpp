@@ -1,11 +1,13 @@
-// DsaProblem::validate, to_string and hash: the contract-level ranges of the DSA op family and the
-// key of plan caches. What one kernel supports beyond these (fewer head counts, page sizes) is
-// that kernel's validate().
+// DsaProblem::validate, to_string, hash and tune bucket: the contract-level ranges of the DSA op
+// family and the facts plans key on. What one kernel supports beyond these (fewer head counts,
+// page sizes) is that kernel's validate().
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "base/hash.h"
 #include "mlakit/dsa.h"
+#include "plan/dsa/contract.h"
 #include "plan/dsa/indices.h"
 
 namespace mlakit {
@@ -42,9 +44,18 @@ std::string DsaProblem::to_string() const {
          " topk=" + std::to_string(topk);
 }
 
-}  // namespace mlakit
+int dsa_bucket_tokens(int num_tokens) {
+  int t = 1;
+  while (t < num_tokens && t < (1 << 30)) t *= 2;
+  return t;
+}
 
-namespace mlakit {
+std::string dsa_shape_bucket(const DsaProblem& p) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "T%d.h%d.ckv%d.kpe%d.ps%d.k%d", dsa_bucket_tokens(p.num_tokens),
+                p.num_heads, p.head_dim_ckv, p.head_dim_kpe, p.page_size, p.topk);
+  return buf;
+}
 
 Status invalid_indices_error(const DsaProblem& problem, int64_t count, int64_t first, int64_t value) {
   return Status::invalid_argument(

@@ -1,0 +1,34 @@
+// DSA decode as the generic layers see it: its OpContract (types, op name, dtype, heads, tune
+// bucket) and its kernel interface, DsaKernel.
+#pragma once
+
+#include <string>
+
+#include "mlakit/dsa.h"
+#include "plan/op_kernel.h"
+
+namespace mlakit {
+
+// The smallest power of two >= num_tokens (1 for num_tokens <= 1).
+int dsa_bucket_tokens(int num_tokens);
+// The tune-cache shape bucket: every field of DsaProblem that changes which tiling wins, with T
+// rounded up to a power of two; num_pages is left out (it moves no more bytes per call, only
+// where they come from). "T<pow2>.h<heads>.ckv<ckv>.kpe<kpe>.ps<page_size>.k<topk>".
+std::string dsa_shape_bucket(const DsaProblem& problem);
+
+template <>
+struct OpContract<DsaProblem> {
+  using Tiling = DsaTiling;
+  using Tensors = DsaTensors;
+  static constexpr const char* kOp = "dsa_decode";
+  static constexpr const char* kPlanFunction = "dsa_plan";
+  // Every DSA problem reads a bf16 cache today; the FP8 cache variant adds a field to DsaProblem
+  // and returns it here.
+  static std::string dtype(const DsaProblem&) { return "bf16"; }
+  static int heads(const DsaProblem& p) { return p.num_heads; }
+  static std::string bucket(const DsaProblem& p) { return dsa_shape_bucket(p); }
+};
+
+using DsaKernel = OpKernel<DsaProblem>;
+
+}  // namespace mlakit

@@ -1,0 +1,28 @@
+#include "workbench/device_buffer.h"
+
+#include <cuda_runtime_api.h>
+
+#include "base/cuda_status.h"
+
+namespace mlakit {
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cudaFree(ptr_);
+}
+
+Status DeviceBuffer::reserve(size_t bytes, const std::string& what) {
+  if (bytes <= bytes_) return Status::ok();
+  if (ptr_) cudaFree(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&ptr_, bytes), what));
+  bytes_ = bytes;
+  return Status::ok();
+}
+
+Status DeviceBuffer::upload_bytes(const void* host, size_t bytes, const std::string& what) {
+  MLAKIT_RETURN_IF_ERROR(reserve(bytes, what));
+  return cuda_status(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), what);
+}
+
+}  // namespace mlakit

@@ -1,0 +1,36 @@
+// A device allocation that grows on demand and frees itself: the workbench's inputs, outputs and
+// workspaces.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "mlakit/status.h"
+
+namespace mlakit {
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  // At least `bytes` (contents not kept when it grows); `what` names it in errors.
+  Status reserve(size_t bytes, const std::string& what);
+  // reserve, then a synchronous copy of `host`.
+  template <class T>
+  Status upload(const std::vector<T>& host, const std::string& what) {
+    return upload_bytes(host.data(), host.size() * sizeof(T), what);
+  }
+  void* data() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  Status upload_bytes(const void* host, size_t bytes, const std::string& what);
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace mlakit

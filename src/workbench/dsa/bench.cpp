@@ -1,0 +1,181 @@
+#include "workbench/dsa/bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "plan/dsa/contract.h"
+#include "plan/dsa/cost.h"
+#include "reference/compare.h"
+#include "workbench/op_bench_impl.h"
+#include "workloads/dsa/trace.h"
+
+namespace mlakit {
+
+struct DsaBench::Inputs::Device {
+  DeviceBuffer q_nope, q_pe, ckv, kpe, indices, out, lse;
+};
+
+DsaBench::Inputs::Inputs() = default;
+DsaBench::Inputs::~Inputs() = default;
+
+Status DsaBench::Inputs::prepare(const DsaWorkload& w, uint64_t seed, bool upload) {
+  MLAKIT_RETURN_IF_ERROR(w.problem.validate());
+  const size_t entries = size_t(w.problem.num_tokens) * w.problem.topk;
+  if (w.indices.size() != entries)
+    return Status::invalid_argument("workload " + w.name + ": indices hold " + std::to_string(w.indices.size()) +
+                                    " entries, expected T * topk = " + std::to_string(entries));
+  workload_ = w;
+  reference_.reset();
+  make_dsa_queries(w, seed, &host_);
+  const bool new_caches = w.problem.num_pages != cache_pages_ || w.problem.page_size != cache_page_size_;
+  if (new_caches) {
+    make_dsa_caches(w.problem, seed, &host_);
+    cache_pages_ = w.problem.num_pages;
+    cache_page_size_ = w.problem.page_size;
+  }
+  if (!upload) return Status::ok();
+  if (!dev_) dev_ = std::make_unique<Device>();
+  Device& d = *dev_;
+  if (new_caches) {
+    MLAKIT_RETURN_IF_ERROR(d.ckv.upload(host_.ckv, "ckv_cache upload"));
+    MLAKIT_RETURN_IF_ERROR(d.kpe.upload(host_.kpe, "kpe_cache upload"));
+  }
+  MLAKIT_RETURN_IF_ERROR(d.q_nope.upload(host_.q_nope, "q_nope upload"));
+  MLAKIT_RETURN_IF_ERROR(d.q_pe.upload(host_.q_pe, "q_pe upload"));
+  MLAKIT_RETURN_IF_ERROR(d.indices.upload(w.indices, "sparse_indices upload"));
+  const size_t rows = size_t(w.problem.num_tokens) * w.problem.num_heads;
+  MLAKIT_RETURN_IF_ERROR(d.out.reserve(rows * w.problem.head_dim_ckv * 2, "output"));
+  return d.lse.reserve(rows * sizeof(float), "lse");
+}
+
+DsaTensors DsaBench::Inputs::tensors() const {
+  DsaTensors t;
+  if (!dev_) return t;
+  t.q_nope = dev_->q_nope.data();
+  t.q_pe = dev_->q_pe.data();
+  t.ckv_cache = dev_->ckv.data();
+  t.kpe_cache = dev_->kpe.data();
+  t.sparse_indices = static_cast<const int32_t*>(dev_->indices.data());
+  t.output = dev_->out.data();
+  t.lse = static_cast<float*>(dev_->lse.data());
+  t.sm_scale = workload_.sm_scale;
+  return t;
+}
+
+Status DsaBench::Inputs::reference_output(const DsaReferenceOutput** out) {
+  if (!reference_) {
+    auto ref = std::make_unique<DsaReferenceOutput>();
+    DsaHostInputs in;
+    in.q_nope = host_.q_nope.data();
+    in.q_pe = host_.q_pe.data();
+    in.ckv = host_.ckv.data();
+    in.kpe = host_.kpe.data();
+    in.indices = workload_.indices.data();
+    in.sm_scale = workload_.sm_scale;
+    MLAKIT_RETURN_IF_ERROR(dsa_reference(workload_.problem, in, IndexPolicy::kTreatInvalidAsPadding, ref.get()));
+    reference_ = std::move(ref);
+  }
+  *out = reference_.get();
+  return Status::ok();
+}
+
+// output: bf16 against the fp64 reference, contest rule; lse: fp32, -inf allowed where expected.
+Status DsaBench::Inputs::outputs(std::vector<CallOutput>* out) {
+  if (!dev_) return Status::unsupported("outputs: the inputs were not uploaded (no CUDA device)");
+  const DsaReferenceOutput* ref = nullptr;
+  MLAKIT_RETURN_IF_ERROR(reference_output(&ref));
+  const DsaProblem& p = workload_.problem;
+  const int64_t rows = int64_t(p.num_tokens) * p.num_heads, elems = rows * p.head_dim_ckv;
+  *out = {{"output", dev_->out.data(), size_t(elems) * 2,
+           [ref, elems](const void* host) {
+             return compare_contest_bf16(static_cast<const uint16_t*>(host), ref->output.data(), elems);
+           }},
+          {"lse", dev_->lse.data(), size_t(rows) * sizeof(float), [ref, rows](const void* host) {
+             return compare_contest(static_cast<const float*>(host), ref->lse.data(), rows, Tolerance{}, true);
+           }}};
+  return Status::ok();
+}
+
+Status DsaBench::Inputs::reference(std::string* columns) {
+  const DsaReferenceOutput* ref = nullptr;
+  MLAKIT_RETURN_IF_ERROR(reference_output(&ref));
+  int empty = 0;
+  double max_lse = -INFINITY;
+  for (double l : ref->lse) {
+    if (std::isinf(l)) ++empty;
+    else max_lse = std::max(max_lse, l);
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%12d %10.3f", empty / workload_.problem.num_heads, max_lse);
+  *columns = buf;
+  return Status::ok();
+}
+
+std::string DsaBench::reference_header() {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%12s %10s", "empty_rows", "max_lse");
+  return buf;
+}
+
+Status DsaBench::make_suite(const std::string& name, uint64_t seed, std::vector<DsaWorkload>* out) {
+  DsaSuite suite;
+  MLAKIT_RETURN_IF_ERROR(make_dsa_suite(name, seed, &suite));
+  *out = std::move(suite.workloads);
+  return Status::ok();
+}
+
+Status DsaBench::load_trace(const std::string& dir, const std::string& definition, uint64_t seed,
+                            std::vector<DsaWorkload>* out) {
+  DsaTraceOptions options;
+  options.seed = seed;
+  if (!definition.empty()) options.definition = definition;
+  DsaSuite suite;
+  MLAKIT_RETURN_IF_ERROR(load_dsa_trace(dir, options, &suite));
+  *out = std::move(suite.workloads);
+  return Status::ok();
+}
+
+const std::vector<ShapeOption>& DsaBench::shape_options() {
+  static const std::vector<ShapeOption> options = {
+      {"t", 1, 1 << 20, true, "number of tokens"},
+      {"page-size", 1, 1 << 16, false, "slots per page, default 64"},
+      {"topk", 1, 1 << 20, false, "columns of sparse_indices, default 2048"},
+      {"num-pages", 1, 1 << 24, false, "pages of the cache, default enough for distinct pages per row"},
+      {"valid", 0, 1 << 20, false, "valid leading entries per row, default topk"},
+  };
+  return options;
+}
+
+// T tokens, each row `valid` top-k picks clustered by page, the rest -1; enough pages for every
+// row to pick distinct pages unless --num-pages says otherwise.
+Status DsaBench::make_shape(const ShapeArgs& args, uint64_t seed, DsaWorkload* out) {
+  const auto get = [&](const char* name, long long fallback) {
+    const auto it = args.find(name);
+    return it == args.end() ? fallback : it->second;
+  };
+  DsaProblem p;
+  p.num_tokens = int(get("t", 1));
+  p.page_size = int(get("page-size", 64));
+  p.topk = int(get("topk", 2048));
+  const long long pages_needed = (long long)p.num_tokens * ((p.topk + p.page_size - 1) / p.page_size + 1);
+  p.num_pages = int(get("num-pages", std::min<long long>(pages_needed, 1 << 20)));
+  return make_dsa_workload(p, int(get("valid", -1)), seed, out);
+}
+
+WorkloadInfo DsaBench::describe(const DsaWorkload& w) {
+  WorkloadInfo i;
+  i.name = w.name;
+  i.shape = w.problem.to_string();
+  i.bucket = dsa_shape_bucket(w.problem);
+  i.num_tokens = w.problem.num_tokens;
+  i.cost = dsa_cost(w.problem, valid_per_row(w));
+  return i;
+}
+
+const OpBench& dsa_bench() {
+  static const OpBenchT<DsaBench> bench;
+  return bench;
+}
+
+}  // namespace mlakit
