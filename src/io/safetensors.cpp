@@ -61,11 +61,11 @@ bool is_git_lfs_pointer(const std::string& bytes) {
   return bytes.rfind(kLfsPrefix, 0) == 0;
 }
 
-Status read_safetensors(const std::string& path, SafetensorsFile* out) {
-  if (out == nullptr) return Status::invalid_argument("read_safetensors: out is null");
-  *out = {};
-  std::string bytes;
-  MLAKIT_RETURN_IF_ERROR(read_file(path, &bytes));
+namespace {
+
+// The 8-byte length and the JSON header after it; *data_begin is where the data section starts.
+Status read_header(const std::string& path, const std::string& bytes, json::Value* header,
+                   uint64_t* data_begin) {
   if (is_git_lfs_pointer(bytes))
     return fail(path, "is a Git LFS pointer file, not the tensor data; run `git lfs pull` in the "
                       "dataset's repository (with git-lfs installed) to fetch the content");
@@ -76,12 +76,63 @@ Status read_safetensors(const std::string& path, SafetensorsFile* out) {
   if (header_len > kMaxHeaderBytes || header_len > bytes.size() - 8)
     return fail(path, "header length " + std::to_string(header_len) + " exceeds the file (" +
                           std::to_string(bytes.size()) + " bytes): truncated or not a safetensors file");
-  json::Value header;
-  Status s = json::parse(std::string_view(bytes).substr(8, header_len), &header);
+  Status s = json::parse(std::string_view(bytes).substr(8, header_len), header);
   if (!s.is_ok()) return fail(path, "malformed header JSON: " + s.message());
-  if (!header.is_object()) return fail(path, "header is not a JSON object");
+  if (!header->is_object()) return fail(path, "header is not a JSON object");
+  *data_begin = 8 + header_len;
+  return Status::ok();
+}
 
-  const uint64_t data_begin = 8 + header_len;
+// One header entry: dtype, shape and data_offsets [begin, end) checked against each other and
+// against the `data_size` bytes of the data section.
+Status read_tensor_entry(const std::string& path, const std::string& name, const json::Value& info,
+                         uint64_t data_size, HostTensor* t, uint64_t* begin, uint64_t* end) {
+  const std::string where = "tensor \"" + name + "\"";
+  t->name = name;
+  Status st = json::get_string(info, "dtype", &t->dtype, where);
+  if (!st.is_ok()) return fail(path, st.message());
+  const int elem = safetensors_dtype_size(t->dtype);
+  if (elem == 0) return fail(path, where + ": unknown dtype \"" + t->dtype + "\"");
+  const json::Value& shape = info["shape"];
+  if (!shape.is_array()) return fail(path, where + ": expected \"shape\" as an array of integers");
+  for (const json::Value& d : shape.as_array()) {
+    if (!d.is_integer() || d.as_int() < 0)
+      return fail(path, where + ": shape entries must be non-negative integers, got " + json::describe(d));
+    t->shape.push_back(d.as_int());
+  }
+  const json::Value& offsets = info["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_integer() ||
+      !offsets[1].is_integer() || offsets[0].as_int() < 0 || offsets[1].as_int() < offsets[0].as_int())
+    return fail(path, where + ": expected \"data_offsets\" as [begin, end] with 0 <= begin <= end");
+  *begin = uint64_t(offsets[0].as_int());
+  *end = uint64_t(offsets[1].as_int());
+  // Overflow-safe size check: numel * elem must equal end - begin.
+  uint64_t expected = uint64_t(elem);
+  for (int64_t d : t->shape) {
+    if (d != 0 && expected > UINT64_MAX / uint64_t(d))
+      return fail(path, where + ": shape " + t->shape_string() + " overflows");
+    expected *= uint64_t(d);
+  }
+  if (*end - *begin != expected)
+    return fail(path, where + ": data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) +
+                          "] hold " + std::to_string(*end - *begin) + " bytes, but shape " +
+                          t->shape_string() + " of " + t->dtype + " needs " + std::to_string(expected));
+  if (*end > data_size)
+    return fail(path, "truncated: " + where + " ends at byte " + std::to_string(*end) +
+                          " of the data section, which holds only " + std::to_string(data_size) + " bytes");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status read_safetensors(const std::string& path, SafetensorsFile* out) {
+  if (out == nullptr) return Status::invalid_argument("read_safetensors: out is null");
+  *out = {};
+  std::string bytes;
+  MLAKIT_RETURN_IF_ERROR(read_file(path, &bytes));
+  json::Value header;
+  uint64_t data_begin = 0;
+  MLAKIT_RETURN_IF_ERROR(read_header(path, bytes, &header, &data_begin));
   const uint64_t data_size = bytes.size() - data_begin;
   struct Span {
     uint64_t begin, end;
@@ -94,40 +145,9 @@ Status read_safetensors(const std::string& path, SafetensorsFile* out) {
         if (v.is_string()) out->metadata[k] = v.as_string();
       continue;
     }
-    const std::string where = "tensor \"" + name + "\"";
     HostTensor t;
-    t.name = name;
-    Status st = json::get_string(info, "dtype", &t.dtype, where);
-    if (!st.is_ok()) return fail(path, st.message());
-    const int elem = safetensors_dtype_size(t.dtype);
-    if (elem == 0) return fail(path, where + ": unknown dtype \"" + t.dtype + "\"");
-    const json::Value& shape = info["shape"];
-    if (!shape.is_array()) return fail(path, where + ": expected \"shape\" as an array of integers");
-    for (const json::Value& d : shape.as_array()) {
-      if (!d.is_integer() || d.as_int() < 0)
-        return fail(path, where + ": shape entries must be non-negative integers, got " + json::describe(d));
-      t.shape.push_back(d.as_int());
-    }
-    const json::Value& offsets = info["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_integer() ||
-        !offsets[1].is_integer() || offsets[0].as_int() < 0 || offsets[1].as_int() < offsets[0].as_int())
-      return fail(path, where + ": expected \"data_offsets\" as [begin, end] with 0 <= begin <= end");
-    const uint64_t begin = uint64_t(offsets[0].as_int()), end = uint64_t(offsets[1].as_int());
-    // Overflow-safe size check: numel * elem must equal end - begin.
-    uint64_t expected = uint64_t(elem);
-    for (int64_t d : t.shape) {
-      if (d != 0 && expected > UINT64_MAX / uint64_t(d))
-        return fail(path, where + ": shape " + t.shape_string() + " overflows");
-      expected *= uint64_t(d);
-    }
-    if (end - begin != expected)
-      return fail(path, where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                            "] hold " + std::to_string(end - begin) + " bytes, but shape " +
-                            t.shape_string() + " of " + t.dtype + " needs " + std::to_string(expected));
-    if (end > data_size)
-      return fail(path, "truncated: " + where + " ends at byte " + std::to_string(end) +
-                            " of the data section, which holds only " + std::to_string(data_size) +
-                            " bytes");
+    uint64_t begin = 0, end = 0;
+    MLAKIT_RETURN_IF_ERROR(read_tensor_entry(path, name, info, data_size, &t, &begin, &end));
     t.data.assign(bytes.begin() + std::ptrdiff_t(data_begin + begin),
                   bytes.begin() + std::ptrdiff_t(data_begin + end));
     if (end > begin) spans.push_back({begin, end, out->tensors.size()});  // empty tensors overlap nothing

@@ -48,22 +48,15 @@ struct Workspace {
   std::vector<double> scores;  // [H, n]: logits, then exp(logit - max)
 };
 
-void reference_token(const DsaProblem& p, const DsaHostInputs& in, int t, Workspace& ws, double* out_o,
-                     double* out_lse) {
+// The valid slots of token t and their rows, and the token's queries, as doubles.
+void gather_token(const DsaProblem& p, const DsaHostInputs& in, int t, Workspace& ws) {
   const int H = p.num_heads, C = p.head_dim_ckv, R = p.head_dim_kpe, D = C + R;
   const int64_t num_slots = p.num_slots();
-
   ws.slots.clear();
   const int32_t* row = in.indices + int64_t(t) * p.topk;
   for (int k = 0; k < p.topk; ++k)
     if (row[k] >= 0 && row[k] < num_slots) ws.slots.push_back(row[k]);
   const int n = int(ws.slots.size());
-  if (n == 0) {  // empty row: output 0, lse -inf
-    std::fill(out_o, out_o + int64_t(H) * C, 0.0);
-    std::fill(out_lse, out_lse + H, -std::numeric_limits<double>::infinity());
-    return;
-  }
-
   ws.rows.resize(size_t(n) * D);
   for (int j = 0; j < n; ++j) {
     const uint16_t* ckv = in.ckv + ws.slots[j] * C;
@@ -80,21 +73,23 @@ void reference_token(const DsaProblem& p, const DsaHostInputs& in, int t, Worksp
     for (int d = 0; d < C; ++d) dst[d] = bf16_to_float(qn[d]);
     for (int d = 0; d < R; ++d) dst[C + d] = bf16_to_float(qp[d]);
   }
+}
 
-  // Logits s[h, j] = sm_scale * (q_nope . ckv_j + q_pe . kpe_j).
-  const double scale = double(in.sm_scale);
+// Logits s[h, j] = sm_scale * (q_nope . ckv_j + q_pe . kpe_j), then the max-subtracted softmax
+// numerators in place; lse in base 2; inv_sum[h] = 1 / sum_j exp(s_j - max).
+void softmax_token(const DsaProblem& p, double sm_scale, Workspace& ws, double* out_lse,
+                   std::vector<double>* inv_sum) {
+  const int H = p.num_heads, D = p.head_dim_ckv + p.head_dim_kpe, n = int(ws.slots.size());
   ws.scores.resize(size_t(H) * n);
   for (int j0 = 0; j0 < n; j0 += kBlockRows) {
     const int j1 = std::min(n, j0 + kBlockRows);
     for (int h = 0; h < H; ++h) {
       const double* q = ws.q.data() + size_t(h) * D;
       double* s = ws.scores.data() + size_t(h) * n;
-      for (int j = j0; j < j1; ++j) s[j] = scale * dot(q, ws.rows.data() + size_t(j) * D, D);
+      for (int j = j0; j < j1; ++j) s[j] = sm_scale * dot(q, ws.rows.data() + size_t(j) * D, D);
     }
   }
-
-  // Max-subtracted softmax; lse in base 2.
-  std::vector<double> inv_sum(size_t(H), 0.0);
+  inv_sum->assign(size_t(H), 0.0);
   for (int h = 0; h < H; ++h) {
     double* s = ws.scores.data() + size_t(h) * n;
     double m = s[0];
@@ -105,9 +100,22 @@ void reference_token(const DsaProblem& p, const DsaHostInputs& in, int t, Worksp
       sum += s[j];
     }
     out_lse[h] = (m + std::log(sum)) * kLog2e;
-    inv_sum[size_t(h)] = 1.0 / sum;
+    (*inv_sum)[size_t(h)] = 1.0 / sum;
   }
+}
 
+void reference_token(const DsaProblem& p, const DsaHostInputs& in, int t, Workspace& ws, double* out_o,
+                     double* out_lse) {
+  const int H = p.num_heads, C = p.head_dim_ckv, D = C + p.head_dim_kpe;
+  gather_token(p, in, t, ws);
+  const int n = int(ws.slots.size());
+  if (n == 0) {  // empty row: output 0, lse -inf
+    std::fill(out_o, out_o + int64_t(H) * C, 0.0);
+    std::fill(out_lse, out_lse + H, -std::numeric_limits<double>::infinity());
+    return;
+  }
+  std::vector<double> inv_sum;
+  softmax_token(p, double(in.sm_scale), ws, out_lse, &inv_sum);
   // output[h] = sum_j p[h, j] ckv_j / sum_h.
   std::fill(out_o, out_o + int64_t(H) * C, 0.0);
   for (int j0 = 0; j0 < n; j0 += kBlockRows) {
