@@ -664,4 +664,24 @@ Status get_bool(const Value& object, std::string_view key, bool* out, std::strin
   return Status::ok();
 }
 
+namespace {
+bool absent(const Value& object, std::string_view key) {
+  const Value* v = object.find(key);
+  return v == nullptr || v->is_null();
+}
+}  // namespace
+
+Status get_optional_int(const Value& object, std::string_view key, int64_t* out, std::string_view where) {
+  return absent(object, key) ? Status::ok() : get_int(object, key, out, where);
+}
+
+Status get_optional_number(const Value& object, std::string_view key, double* out, std::string_view where) {
+  return absent(object, key) ? Status::ok() : get_number(object, key, out, where);
+}
+
+Status get_optional_string(const Value& object, std::string_view key, std::string* out,
+                           std::string_view where) {
+  return absent(object, key) ? Status::ok() : get_string(object, key, out, where);
+}
+
 }  // namespace mlakit::json

@@ -161,6 +161,14 @@ Status get_number(const Value& object, std::string_view key, double* out, std::s
 Status get_string(const Value& object, std::string_view key, std::string* out,
                   std::string_view where = "");
 Status get_bool(const Value& object, std::string_view key, bool* out, std::string_view where = "");
+// The same for members that may be absent or null: then ok and `*out` untouched; a value of
+// another type still fails.
+Status get_optional_int(const Value& object, std::string_view key, int64_t* out,
+                        std::string_view where = "");
+Status get_optional_number(const Value& object, std::string_view key, double* out,
+                           std::string_view where = "");
+Status get_optional_string(const Value& object, std::string_view key, std::string* out,
+                           std::string_view where = "");
 
 // A short description of a value for error messages: `string "abc"`, `number 3.5`, `array`.
 std::string describe(const Value& v);

@@ -80,20 +80,13 @@ Status TuneCache::parse(const std::string& text, const std::string& origin) {
     if (Status st = json::get_number(e, "median_us", &t.median_us, where); !st)
       return corrupt(origin, st.message());
     // Optional provenance: absent or null is fine, a wrong type is not.
-    auto opt_number = [&](const char* key, double* dst) -> Status {
-      const json::Value* v = e.find(key);
-      if (!v || v->is_null()) return Status::ok();
-      return json::get_number(e, key, dst, where);
-    };
-    auto opt_string = [&](const char* key, std::string* dst) -> Status {
-      const json::Value* v = e.find(key);
-      if (!v || v->is_null()) return Status::ok();
-      return json::get_string(e, key, dst, where);
-    };
     double seed = 0, workloads = 0;
-    for (Status st : {opt_number("default_us", &t.default_us), opt_number("seed", &seed),
-                      opt_number("workloads", &workloads), opt_string("suite", &t.suite),
-                      opt_string("git", &t.git), opt_string("updated", &t.updated)})
+    for (Status st : {json::get_optional_number(e, "default_us", &t.default_us, where),
+                      json::get_optional_number(e, "seed", &seed, where),
+                      json::get_optional_number(e, "workloads", &workloads, where),
+                      json::get_optional_string(e, "suite", &t.suite, where),
+                      json::get_optional_string(e, "git", &t.git, where),
+                      json::get_optional_string(e, "updated", &t.updated, where)})
       if (!st) return corrupt(origin, st.message());
     t.seed = uint64_t(seed);
     t.workloads = int(workloads);

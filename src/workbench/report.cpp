@@ -132,21 +132,11 @@ json::Value to_json(const BenchRecord& r) {
 Status from_json(const json::Value& v, BenchRecord* r, const std::string& where) {
   *r = BenchRecord{};
   if (!v.is_object()) return Status::invalid_argument(where + ": expected an object, got " + json::describe(v));
-  auto str = [&](const char* key, std::string* dst) -> Status {
-    const json::Value* m = v.find(key);
-    if (!m || m->is_null()) return Status::ok();
-    return json::get_string(v, key, dst, where);
-  };
-  auto dbl = [&](const char* key, double* dst) -> Status {
-    const json::Value* m = v.find(key);
-    if (!m || m->is_null()) return Status::ok();
-    return json::get_number(v, key, dst, where);
-  };
+  auto str = [&](const char* key, std::string* dst) { return json::get_optional_string(v, key, dst, where); };
+  auto dbl = [&](const char* key, double* dst) { return json::get_optional_number(v, key, dst, where); };
   auto integer = [&](const char* key, int* dst) -> Status {
-    const json::Value* m = v.find(key);
-    if (!m || m->is_null()) return Status::ok();
-    int64_t x = 0;
-    MLAKIT_RETURN_IF_ERROR(json::get_int(v, key, &x, where));
+    int64_t x = *dst;
+    MLAKIT_RETURN_IF_ERROR(json::get_optional_int(v, key, &x, where));
     *dst = int(x);
     return Status::ok();
   };
