@@ -250,6 +250,9 @@ Status tune(const KernelEntry& kernel, const TuneOptions& o, TuneReport* report)
   PlanTarget target;
   MLAKIT_RETURN_IF_ERROR(o.dry_run ? plan_target(kernel, o.device, &target) : plan_target(kernel, -1, &target));
   report->device = target.facts().name;
+  if (o.log)
+    o.log("tune " + kernel.info().key + " on " + target.facts().describe() + ", suite " + o.suite + ", seed " +
+          std::to_string(o.seed) + (o.dry_run ? " (dry run)" : ""));
   std::unique_ptr<BenchSession> session;
   if (!o.dry_run) session = suite->open_session(o.seed);
   const TuneRun run{kernel, o, *suite, target, session.get(), cache, *report};

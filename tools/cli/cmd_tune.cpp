@@ -68,18 +68,6 @@ Status dry_run_device(Args& args, DeviceFacts* device) {
   return cached_device_facts(current, device);
 }
 
-// "tune KEY on DEVICE, suite S, seed N": a real run tunes for the current device.
-void print_header(const KernelEntry& kernel, const TuneOptions& o) {
-  DeviceFacts shown = o.device;
-  int current = 0;
-  if (!o.dry_run && device_count() > 0 && cudaGetDevice(&current) == cudaSuccess &&
-      !cached_device_facts(current, &shown))
-    shown = DeviceFacts{};
-  std::printf("tune %s on %s, suite %s, seed %llu%s\n", kernel.info().key.c_str(),
-              shown.name.empty() ? "no visible device" : shown.describe().c_str(), o.suite.c_str(),
-              (unsigned long long)o.seed, o.dry_run ? " (dry run)" : "");
-}
-
 int report_tune(const TuneOptions& o, const TuneReport& report, const Status& st) {
   if (!o.dry_run)
     for (const TuneBucketResult& b : report.buckets) print_ranking(b);
@@ -123,7 +111,6 @@ int run_tune(Args& args) {
   if (o.dry_run)
     if (Status s = dry_run_device(args, &o.device); !s) return fail("--device: " + s.message(), kExitUsage);
   if (!o.cache_path.empty()) set_tune_cache_path(o.cache_path);
-  print_header(*kernel, o);
   o.log = [](const std::string& line) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);

@@ -41,6 +41,7 @@ Status dry_target(const KernelEntry& kernel, PlanTarget* target) {
 }
 
 int fail(const std::string& message, int exit_code) {
+  std::fflush(stdout);  // what was printed before the error stays before it in a shared log
   std::fprintf(stderr, "mlakit: %s\n", message.c_str());
   return exit_code;
 }
