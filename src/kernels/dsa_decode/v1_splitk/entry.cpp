@@ -152,7 +152,7 @@ class V1SplitK final : public DsaKernel {
     int splits = 1;
     while (splits * 2 * p.num_tokens <= sms) splits *= 2;
     splits = std::clamp(splits, min_splits, max_splits(p));
-    return DsaTiling{splits, kBlockN, 2, kMergeMinHeadGroups};
+    return DsaTiling{splits, kBlockN, kDefaultStages, kMergeMinHeadGroups};
   }
 
   Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {

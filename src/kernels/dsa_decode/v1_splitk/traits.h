@@ -72,6 +72,9 @@ constexpr bool contains(std::integer_sequence<int, S...>, int value) {
   return ((value == S) || ...);
 }
 constexpr bool is_instantiated(int stages) { return contains(InstantiatedStages{}, stages); }
+// The default tiling's ring: two stages overlap the next tile's gather with this tile's math.
+constexpr int kDefaultStages = 2;
+static_assert(is_instantiated(kDefaultStages), "the default tiling must be compiled");
 // The shared-memory plan is sized up to this many stages so that validation (and the tuner's skip
 // log) can say why a deeper ring does not fit: 3 stages need 243 KB.
 constexpr int kMaxPlannedStages = 3;
