@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "plan/dsa/contract.h"
@@ -336,6 +337,8 @@ TEST(OpNeutral, VerifyPoisonsComparesAndRepeatsForAnyOp) {
 }
 
 TEST(OpNeutral, SessionsOfAnyOpRefuseWithoutAPlanOrADevice) {
+  // Verify and time take a BenchPlan, and only a suite (through the op's planner) fills one.
+  static_assert(!std::is_aggregate_v<BenchPlan> && !std::is_aggregate_v<ScalePlan>);
   const OpSuite<ScaleBench> suite = tiny_suite();
   const std::unique_ptr<BenchSession> session = suite.open_session(7);
   ASSERT_TRUE(session->prepare(1).is_ok());
