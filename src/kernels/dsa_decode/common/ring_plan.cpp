@@ -1,0 +1,54 @@
+#include "kernels/dsa_decode/common/ring_plan.h"
+
+#include "kernels/dsa_decode/common/row_ring.h"
+
+namespace mlakit::dsa_ring {
+
+Status reject(const DsaTiling& t, const std::string& why) {
+  return Status::unsupported("tiling " + t.name() + ": " + why);
+}
+
+Status check_problem(const std::string& variant, const DsaProblem& p, int max_topk) {
+  if (p.num_heads != 16)
+    return Status::unsupported(variant + " runs 16 heads; got num_heads=" + std::to_string(p.num_heads));
+  if (p.head_dim_ckv != kDimV || p.head_dim_kpe != kDimR)
+    return Status::unsupported(variant + " needs ckv 512 and kpe 64; got ckv=" + std::to_string(p.head_dim_ckv) +
+                               " kpe=" + std::to_string(p.head_dim_kpe));
+  if (p.topk > max_topk)
+    return Status::unsupported(variant + " reads rows of at most " + std::to_string(max_topk) +
+                               " indices (each CTA compacts its whole row); got topk=" + std::to_string(p.topk));
+  return Status::ok();
+}
+
+Status check_split(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev, int max_splits,
+                   bool co_resident, int ctas_per_sm) {
+  if (t.num_splits < 1 || t.num_splits > max_splits)
+    return reject(t, "num_splits (CTAs per row) must be in [1, " + std::to_string(max_splits) + "]; got " +
+                         std::to_string(t.num_splits));
+  if (t.block_n < kStageRows || t.block_n % kStageRows != 0)
+    return reject(t, "block_n (least slots per split) must be a positive multiple of " +
+                         std::to_string(kStageRows) + "; got " + std::to_string(t.block_n));
+  const long long ctas = (long long)t.num_splits * p.num_tokens;
+  const long long fit = (long long)(dev.num_sms > 0 ? dev.num_sms : 0) * ctas_per_sm;
+  if (co_resident && t.num_splits > 1 && ctas > fit)
+    return reject(t, "the CTAs of a split row wait for each other, so all " + std::to_string(ctas) + " (" +
+                         std::to_string(t.num_splits) + " x T=" + std::to_string(p.num_tokens) +
+                         ") must be resident at once; " + dev.describe() + " holds " + std::to_string(fit));
+  return Status::ok();
+}
+
+int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits) {
+  const int sms = dev.num_sms > 0 ? dev.num_sms : 132;
+  int s = 1;
+  while (s * 2 <= max_splits && (long long)s * 2 * p.num_tokens <= sms) s *= 2;
+  return s;
+}
+
+std::string or_list(const std::vector<int>& values) {
+  std::string s;
+  for (size_t i = 0; i < values.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::to_string(values[i]);
+  return s;
+}
+
+}  // namespace mlakit::dsa_ring

@@ -1,0 +1,32 @@
+// Host-side rules shared by the registry entries of the single-launch DSA kernels (v2_fused and
+// the gather floor): the problems they run, the row-split fields of a tiling, and the default
+// split count. Plain C++.
+#pragma once
+
+#include <string>
+
+#include "mlakit/device.h"
+#include "mlakit/dsa.h"
+#include "mlakit/status.h"
+
+namespace mlakit::dsa_ring {
+
+// "tiling s8n64x4m1p2: <why>"
+Status reject(const DsaTiling& t, const std::string& why);
+
+// 16 heads, ckv 512 + kpe 64, and rows of at most `max_topk` indices (one CTA reads the whole row).
+Status check_problem(const std::string& variant, const DsaProblem& p, int max_topk);
+
+// num_splits (CTAs per row) in [1, max_splits]; block_n (least slots per split) a positive
+// multiple of the 32-row stage; with `co_resident`, the row's CTAs wait for each other, so the
+// whole grid must fit the device at `ctas_per_sm` CTAs per SM.
+Status check_split(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev, int max_splits,
+                   bool co_resident, int ctas_per_sm);
+
+// About one CTA per SM: the largest power of two S <= max_splits with S x T <= SMs (1 for T > SMs).
+int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits);
+
+// "3, 4 or 5"
+std::string or_list(const std::vector<int>& values);
+
+}  // namespace mlakit::dsa_ring

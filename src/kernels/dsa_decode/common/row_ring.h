@@ -1,0 +1,59 @@
+// The gathered-row ring shared by the single-launch DSA kernels (v2_fused) and the gather floor:
+// the row layout in shared memory, the stage size, and the rule that splits one token's top-k row
+// over CTAs. Host-safe: the planners size shared memory and workspaces from the same numbers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define MLAKIT_HOST_DEVICE __host__ __device__
+#else
+#define MLAKIT_HOST_DEVICE
+#endif
+
+namespace mlakit::dsa_ring {
+
+constexpr int kDimV = 512;               // ckv: the latent, K and V at once
+constexpr int kDimR = 64;                // kpe: the rope key
+constexpr int kDimK = kDimV + kDimR;     // 576, the QK reduction length
+constexpr int kCkvBytes = kDimV * 2;     // 1024: one bulk copy
+constexpr int kKpeBytes = kDimR * 2;     // 128: a second bulk copy
+constexpr int kRowBytes = kCkvBytes + kKpeBytes;  // 1152 gathered bytes per slot
+// A gathered row sits at a 1168-byte pitch: 16 B past a multiple of 128 B, so the 8 row addresses
+// of one ldmatrix phase fall into 8 different 16-byte bank groups (1152 would put all 8 in one).
+constexpr int kRowPad = 8;                      // bf16 elements
+constexpr int kKvPitch = kDimK + kRowPad;       // 584 bf16 elements per smem row
+// One ring stage: the rows one producer step requests and one mbarrier phase covers.
+constexpr int kStageRows = 32;
+constexpr int kStageElems = kStageRows * kKvPitch;  // bf16 elements of one stage
+constexpr size_t kStageBytes = size_t(kStageElems) * 2;  // 37,376 B
+static_assert(kKvPitch * 2 % 16 == 0 && kCkvBytes % 16 == 0 && kKpeBytes % 16 == 0,
+              "bulk copies need 16-byte aligned destinations and sizes");
+static_assert((kKvPitch * 2) % 128 == 16, "the row pitch must be 16 B past a multiple of 128 B");
+
+// How a producer warp moves a row (ckv 1024 B | kpe 128 B -> one smem row); the values are
+// DsaTiling::gather. kHybrid: one bulk copy for ckv and the warp's 16-byte cp.async for kpe (4
+// rows per instruction); kBulk: two cp.async.bulk copies through the copy engine; kCpAsync:
+// 16-byte cp.async by the whole warp; kLdg (gather floor only): 16-byte loads into registers by
+// every warp, no shared memory at all.
+enum class Gather { kHybrid = 0, kBulk = 1, kCpAsync = 2, kLdg = 3 };
+
+// How one token's valid slots (n after dropping padding) are cut over at most `max_splits` CTAs:
+// every split but the last holds `rows_per_split` slots, a multiple of the stage size and at
+// least `min_rows`; the number of splits follows n, so short rows use one CTA and long rows
+// many, whatever the other rows of the batch hold.
+struct RowSplit {
+  int splits;          // CTAs that work on the row (1 when n == 0)
+  int rows_per_split;  // compacted slots per split (the last split may hold fewer)
+};
+
+MLAKIT_HOST_DEVICE constexpr RowSplit split_row(int n, int max_splits, int min_rows) {
+  const int even = (n + max_splits - 1) / max_splits;
+  int per = (even + kStageRows - 1) / kStageRows * kStageRows;
+  if (per < min_rows) per = min_rows;
+  const int splits = n == 0 ? 1 : (n + per - 1) / per;
+  return RowSplit{splits, per};
+}
+
+}  // namespace mlakit::dsa_ring
