@@ -60,11 +60,16 @@ struct DsaTensors {
 // CLI's --explain and the kernel traits. Fields a variant does not use are ignored by it.
 struct DsaTiling {
   int num_splits = 16;        // CTAs per token along topk (split-K); 1 = fused epilogue, no merge
-  int block_n = 64;           // slots per pipeline tile (rows gathered per stage)
-  int stages = 2;             // tiles in flight in shared memory
-  int merge_head_groups = 4;  // CTAs per token in the LSE-merge kernel
+  int block_n = 64;           // v1: slots per pipeline tile; v2: least slots per split
+  int stages = 2;             // tiles (v1) or 32-row ring stages (v2) in flight in shared memory
+  int merge_head_groups = 4;  // v1: CTAs per token in the LSE-merge kernel; v2 merges in-kernel: 1
+  // Single-launch kernels (v2_fused, the gather floor); the name leaves a field out at its default.
+  int producers = 1;  // p: warps that gather rows
+  int gather = 0;     // g: 0 bulk ckv + cp.async kpe, 1 bulk both, 2 cp.async, 3 register loads (floor)
+  int mma = 0;        // w: 0 mma.sync m16n8k16 (heads = M), 1 wgmma m64n16k16 (heads = N)
 
-  std::string name() const;  // stable short form: "s16n64x2m4"
+  // Stable short form: "s16n64x2m4", "s8n64x4m1p2", "s8n64x4m1p2g1w1".
+  std::string name() const;
   static Status parse(const std::string& name, DsaTiling* out);
   bool operator==(const DsaTiling&) const = default;
 };
@@ -92,7 +97,10 @@ Status dsa_plan(const DsaProblem& problem, const DsaPlanOptions& options, DsaPla
 // Validates the tensors (null pointers, alignment, strides), checks that the current device is the
 // planned one (or the same chip) and launches on `stream`; the plan's tiling is not checked again.
 // Asynchronous; never synchronizes; never allocates. `workspace` must hold
-// plan.workspace_bytes() (may be null when that is 0).
+// plan.workspace_bytes() (may be null when that is 0) and be zero-filled when first allocated
+// (cudaMemset): single-launch kernels count the arriving CTAs of a row in it and leave it zero
+// after every call, so a workspace is zeroed once and reused for any plan. A call that fails
+// mid-kernel (a device fault) leaves it undefined: zero it again.
 Status dsa_run(const DsaPlan& plan, const DsaTensors& tensors, void* workspace,
                size_t workspace_bytes, cudaStream_t stream);
 

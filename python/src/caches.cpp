@@ -206,7 +206,16 @@ nb::object new_tensor(const dl::ExchangeApi* api, std::initializer_list<int64_t>
 std::shared_ptr<DeviceBuffer> workspace_for(const dl::ExchangeApi* api, int device,
                                             cudaStream_t stream, size_t bytes, bool capturing) {
   if (bytes == 0) return nullptr;
-  if (capturing) return std::make_shared<DeviceBuffer>(DeviceBuffer::allocate(api, bytes, device));
+  // Workspaces start zeroed (stream-ordered, so also inside a capture, where the graph then zeroes
+  // its own workspace on every replay): dsa_run's contract.
+  const auto zeroed = [stream](std::shared_ptr<DeviceBuffer> b) {
+    if (cudaError_t e = cudaMemsetAsync(b->data(), 0, b->bytes(), stream); e != cudaSuccess) {
+      cudaGetLastError();
+      raise(PyExc_RuntimeError, std::string("workspace: cudaMemsetAsync: ") + cudaGetErrorString(e));
+    }
+    return b;
+  };
+  if (capturing) return zeroed(std::make_shared<DeviceBuffer>(DeviceBuffer::allocate(api, bytes, device)));
   const uint64_t now = ++g_use_clock;
   if (WorkspaceSlot* slot = find_slot(device, stream)) {
     slot->last_use = now;
@@ -215,7 +224,7 @@ std::shared_ptr<DeviceBuffer> workspace_for(const dl::ExchangeApi* api, int devi
     // Freeing is stream-ordered on this stream: calls already enqueued keep their memory.
     slot->buffer = std::make_shared<DeviceBuffer>();
   }
-  auto fresh = std::make_shared<DeviceBuffer>(DeviceBuffer::allocate(api, round_up(bytes), device));
+  auto fresh = zeroed(std::make_shared<DeviceBuffer>(DeviceBuffer::allocate(api, round_up(bytes), device)));
   // The allocation may have run Python (and other threads): look the slot up again.
   if (WorkspaceSlot* slot = find_slot(device, stream)) {
     if (slot->buffer->bytes() < fresh->bytes()) slot->buffer = fresh;

@@ -19,6 +19,9 @@ struct KernelInfo {
   int rank = 0;
   std::string description;  // one line
   ArchRequirement arch;     // what the device code was built for
+  // A gather floor: moves the bytes the op's kernels read and computes nothing. Never a default,
+  // never verified; `mlakit bench` times it beside the op's kernels (span / floor).
+  bool floor = false;
 
   bool runs(const std::string& dtype, int heads) const;
   std::string heads_string() const;  // "16" or "32, 64, 128"

@@ -3,13 +3,17 @@
 // line in the table below.
 #include "runtime/registry.h"
 
+#include "kernels/dsa_decode/floor_gather/entry.h"
 #include "kernels/dsa_decode/v1_splitk/entry.h"
+#include "kernels/dsa_decode/v2_fused/entry.h"
 
 namespace mlakit {
 
 const std::vector<const KernelEntry*>& kernels() {
   static const std::vector<const KernelEntry*> table = {
       &dsa_v1::entry(),
+      &dsa_v2::entry(),
+      &dsa_floor::entry(),
   };
   return table;
 }
@@ -31,7 +35,7 @@ const KernelEntry* select_kernel(const std::vector<const KernelEntry*>& table, c
                                  const std::string& dtype, int heads) {
   const KernelEntry* best = nullptr;
   for (const KernelEntry* k : table)
-    if (k->info().op == op && k->info().runs(dtype, heads) &&
+    if (k->info().op == op && !k->info().floor && k->info().runs(dtype, heads) &&
         (best == nullptr || k->info().rank > best->info().rank))
       best = k;
   return best;
@@ -39,6 +43,12 @@ const KernelEntry* select_kernel(const std::vector<const KernelEntry*>& table, c
 
 const KernelEntry* default_kernel(const std::string& op, const std::string& dtype, int heads) {
   return select_kernel(kernels(), op, dtype, heads);
+}
+
+const KernelEntry* floor_kernel(const std::string& op, const std::string& dtype, int heads) {
+  for (const KernelEntry* k : kernels())
+    if (k->info().op == op && k->info().floor && k->info().runs(dtype, heads)) return k;
+  return nullptr;
 }
 
 std::string kernel_keys(const std::string& op) {

@@ -29,6 +29,8 @@ const KernelEntry* select_kernel(const std::vector<const KernelEntry*>& table, c
                                  const std::string& dtype, int heads);
 // select_kernel over the registry: what planning uses when no kernel key is given.
 const KernelEntry* default_kernel(const std::string& op, const std::string& dtype, int heads);
+// The op's gather floor (KernelInfo::floor) for a dtype and head count; null when none.
+const KernelEntry* floor_kernel(const std::string& op, const std::string& dtype, int heads);
 
 // " dsa_decode.v1_splitk.bf16 ..." of `op` (every op when empty), for "known:" lists in messages.
 std::string kernel_keys(const std::string& op = "");

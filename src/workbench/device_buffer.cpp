@@ -17,7 +17,7 @@ Status DeviceBuffer::reserve(size_t bytes, const std::string& what) {
   bytes_ = 0;
   MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&ptr_, bytes), what));
   bytes_ = bytes;
-  return Status::ok();
+  return cuda_status(cudaMemset(ptr_, 0, bytes), what + " (zero-fill)");
 }
 
 Status DeviceBuffer::upload_bytes(const void* host, size_t bytes, const std::string& what) {

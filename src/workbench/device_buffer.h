@@ -17,7 +17,8 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  // At least `bytes` (contents not kept when it grows); `what` names it in errors.
+  // At least `bytes`; a new allocation is zero-filled (so a workspace starts as dsa_run asks),
+  // the old contents are not kept. `what` names it in errors.
   Status reserve(size_t bytes, const std::string& what);
   // reserve, then a synchronous copy of `host`.
   template <class T>

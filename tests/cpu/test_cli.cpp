@@ -72,11 +72,14 @@ TEST(Cli, ListShowsEveryKernelWithItsArch) {
 // Every workload is planned before anything runs, with or without a GPU.
 TEST(Cli, ATilingTheShapeCannotRunIsAUsageError) {
   for (const char* extra : {"", " --check", " --no-time"}) {
-    const std::string args = std::string("run --t 1 --topk 4096 --tiling s1n64x2m4") + extra;
+    const std::string args = std::string("run dsa_decode.v1_splitk.bf16 --t 1 --topk 4096 --tiling s1n64x2m4") + extra;
     expect_usage_error(args, "--tiling s1n64x2m4: tiling s1n64x2m4: a split of 4096 slots exceeds the 2048 "
                              "one CTA compacts; use num_splits >= 2");
   }
-  expect_usage_error("verify --suite dsa-edge --tiling s1n64x4m4", "stages must be 1, 2 or 3; got 4");
+  expect_usage_error("verify dsa_decode.v1_splitk.bf16 --suite dsa-edge --tiling s1n64x4m4",
+                     "stages must be 1, 2 or 3; got 4");
+  // The default kernel (v2_fused) names its own rule.
+  expect_usage_error("run --t 1 --tiling s1n64x2m4", "v2_fused merges in the kernel: m must be 1; got 4");
 }
 
 TEST(Cli, OpsAndKernelsNameTheOp) {

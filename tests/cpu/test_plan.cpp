@@ -155,12 +155,79 @@ TEST(Tiling, NameRoundTripsAndBadNamesAreRejected) {
   }
 }
 
+TEST(Tiling, SingleLaunchFieldsAreNamedOnlyAwayFromTheirDefaults) {
+  DsaTiling t;
+  ASSERT_TRUE(DsaTiling::parse("s8n64x4m1p2", &t).is_ok());
+  EXPECT_EQ(t.producers, 2);
+  EXPECT_EQ(t.gather, 0);
+  EXPECT_EQ(t.mma, 0);
+  EXPECT_EQ(t.name(), "s8n64x4m1p2");
+  ASSERT_TRUE(DsaTiling::parse("s1n32x3m1g1w1", &t).is_ok());
+  EXPECT_EQ(t.producers, 1);
+  EXPECT_EQ(t.gather, 1);
+  EXPECT_EQ(t.mma, 1);
+  EXPECT_EQ(t.name(), "s1n32x3m1g1w1");
+  ASSERT_TRUE(DsaTiling::parse("s16n64x2m4", &t).is_ok());  // v1's names are unchanged
+  EXPECT_EQ(t.name(), "s16n64x2m4");
+  for (const char* bad : {"s8n64x4m1p", "s8n64x4m1w1p2", "s8n64x4m1p2p2", "s8n64x4m1p0", "s8n64x4m1q1"}) {
+    const Status s = DsaTiling::parse(bad, &t);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find(bad), std::string::npos) << s.message();
+  }
+}
+
+// v2_fused's rules, each with its reason (no GPU: the H200 of the table).
+TEST(V2Fused, ValidationNamesEveryRule) {
+  const DsaKernel& v2 = *find_kernel_as<DsaKernel>("dsa_decode.v2_fused.bf16");
+  const DeviceFacts h200 = device("H200");
+  const auto why = [&](const DsaProblem& p, const char* name) {
+    DsaTiling t;
+    EXPECT_TRUE(DsaTiling::parse(name, &t).is_ok()) << name;
+    const Status s = v2.validate(p, t, h200);
+    return s.is_ok() ? std::string("ok") : s.message();
+  };
+  EXPECT_EQ(why(contest(8), "s16n64x4m1p2"), "ok");
+  EXPECT_EQ(why(contest(8), "s16n64x4m1p2g2w1"), "ok");
+  EXPECT_NE(why(contest(8), "s16n64x4m4p2").find("merges in the kernel: m must be 1"), std::string::npos);
+  EXPECT_NE(why(contest(8), "s16n64x4m1p3").find("(stages, producers) = (4, 3) is not instantiated"),
+            std::string::npos);
+  EXPECT_NE(why(contest(8), "s16n64x4m1p2g3").find("g (gather) must be"), std::string::npos);
+  EXPECT_NE(why(contest(8), "s16n48x4m1p2").find("multiple of 32"), std::string::npos);
+  EXPECT_NE(why(contest(8), "s32n64x4m1p2").find("all 256 (32 x T=8) must be resident at once"),
+            std::string::npos);
+  EXPECT_EQ(why(contest(200), "s1n64x4m1p2"), "ok");  // one CTA per row: no waiting, any T
+  DsaProblem long_rows = contest(1);
+  long_rows.topk = 4096;
+  EXPECT_NE(why(long_rows, "s1n64x4m1p2").find("rows of at most 2560 indices"), std::string::npos);
+  DsaProblem heads = contest(1);
+  heads.num_heads = 32;
+  EXPECT_NE(why(heads, "s1n64x4m1p2").find("runs 16 heads"), std::string::npos);
+  // The default: about one CTA per SM, the default ring, mma.sync.
+  EXPECT_EQ(v2.default_tiling(contest(1), h200).name(), "s64n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(contest(16), h200).name(), "s8n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(contest(128), h200).name(), "s1n64x4m1p2");
+  for (const DsaTiling& t : v2.search_space(contest(8)))
+    EXPECT_TRUE(t.merge_head_groups == 1 && t.mma == 0) << t.name();
+  // Split rows keep their partials in the workspace; one CTA per row needs none.
+  EXPECT_EQ(v2.workspace_bytes(contest(128), v2.default_tiling(contest(128), h200)), 0u);
+  EXPECT_GT(v2.workspace_bytes(contest(8), v2.default_tiling(contest(8), h200)), size_t(8) * 16 * 16 * 512 * 4);
+}
+
+TEST(V1SplitK, RejectsTheSingleLaunchFields) {
+  DsaTiling t;
+  ASSERT_TRUE(DsaTiling::parse("s16n64x2m4p2", &t).is_ok());
+  const Status s = v1().validate(contest(8), t, device("H200"));
+  EXPECT_NE(s.message().find("leave p, g and w out"), std::string::npos) << s.message();
+}
+
 // A plan for the H200 of the table (no GPU needed): what tests of dsa_run start from.
-DsaPlan dry_plan(const DsaProblem& p, const DsaTiling* tiling = nullptr) {
+DsaPlan dry_plan(const DsaProblem& p, const DsaTiling* tiling = nullptr,
+                 const std::string& kernel_key = "") {
   static const DeviceFacts h200 = device("H200");
   DsaPlanOptions o;
   o.device_facts = &h200;
   o.tiling = tiling;
+  o.kernel_key = kernel_key;
   DsaPlan plan;
   const Status s = dsa_plan(p, o, &plan);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
@@ -169,7 +236,7 @@ DsaPlan dry_plan(const DsaProblem& p, const DsaTiling* tiling = nullptr) {
 
 TEST(Run, BadTensorsAreReportedBeforeAnyLaunch) {
   const DsaTiling tiling{32, 64, 2, 4};
-  const DsaPlan plan = dry_plan(contest(1), &tiling);
+  const DsaPlan plan = dry_plan(contest(1), &tiling, "dsa_decode.v1_splitk.bf16");
   const size_t need = plan.workspace_bytes();
   ASSERT_EQ(need, size_t(1) * 32 * 16 * 514 * 4);
   DsaTensors x;
@@ -216,6 +283,7 @@ TEST(Plan, ASplitLongerThanTheCompactionCannotBePlanned) {
   DsaPlanOptions o;
   o.device_facts = &h200;
   o.tiling = &tiling;
+  o.kernel_key = "dsa_decode.v1_splitk.bf16";
   DsaPlan plan;
   const Status s = dsa_plan(p, o, &plan);
   EXPECT_EQ(s.code(), Code::kUnsupported);
@@ -239,12 +307,17 @@ TEST(Plan, OnlyThePlannerMakesAPlan) {
 
 TEST(Plan, RecordsKernelTilingWorkspaceAndDevice) {
   const DsaPlan plan = dry_plan(contest(8));
-  EXPECT_EQ(plan.kernel_key(), "dsa_decode.v1_splitk.bf16");
+  const DsaKernel& v2 = *find_kernel_as<DsaKernel>("dsa_decode.v2_fused.bf16");
+  EXPECT_EQ(plan.kernel_key(), "dsa_decode.v2_fused.bf16");  // the default since it leads v1 everywhere
   EXPECT_EQ(plan.problem(), contest(8));
   EXPECT_EQ(plan.device(), -1);  // planned for facts, not a live device
   EXPECT_EQ(plan.device_name(), "NVIDIA H200");
-  EXPECT_EQ(plan.tiling(), v1().default_tiling(contest(8), device("H200")));
-  EXPECT_EQ(plan.workspace_bytes(), v1().workspace_bytes(contest(8), plan.tiling()));
+  EXPECT_EQ(plan.tiling(), v2.default_tiling(contest(8), device("H200")));
+  EXPECT_EQ(plan.tiling().name(), "s16n64x4m1p2");
+  EXPECT_EQ(plan.workspace_bytes(), v2.workspace_bytes(contest(8), plan.tiling()));
+  const DsaPlan v1_plan = dry_plan(contest(8), nullptr, "dsa_decode.v1_splitk.bf16");
+  EXPECT_EQ(v1_plan.tiling(), v1().default_tiling(contest(8), device("H200")));
+  EXPECT_EQ(v1_plan.workspace_bytes(), v1().workspace_bytes(contest(8), v1_plan.tiling()));
 }
 
 TEST(Plan, ProblemFirstThenKernelThenArch) {
@@ -271,12 +344,30 @@ TEST(Plan, ProblemFirstThenKernelThenArch) {
 }
 
 TEST(Registry, TheDefaultIsTheHighestRankThatRunsTheShape) {
-  EXPECT_EQ(default_kernel("dsa_decode", "bf16", 16), find_kernel("dsa_decode.v1_splitk.bf16"));
+  EXPECT_EQ(default_kernel("dsa_decode", "bf16", 16), find_kernel("dsa_decode.v2_fused.bf16"));
   EXPECT_EQ(default_kernel("dsa_decode", "bf16", 64), nullptr);
   EXPECT_EQ(default_kernel("dsa_decode", "fp8", 16), nullptr);
   EXPECT_EQ(default_kernel("mla_decode", "bf16", 16), nullptr);
-  EXPECT_EQ(kernels_of("dsa_decode").size(), 1u);
-  EXPECT_NE(kernel_keys("dsa_decode").find("dsa_decode.v1_splitk.bf16"), std::string::npos);
+  EXPECT_EQ(kernels_of("dsa_decode").size(), 3u);
+  for (const char* key : {"dsa_decode.v1_splitk.bf16", "dsa_decode.v2_fused.bf16", "dsa_decode.floor_gather.bf16"})
+    EXPECT_NE(kernel_keys("dsa_decode").find(key), std::string::npos) << key;
+}
+
+TEST(Registry, AFloorIsNeverTheDefaultButIsFoundAsTheFloor) {
+  const KernelEntry* floor = floor_kernel("dsa_decode", "bf16", 16);
+  ASSERT_NE(floor, nullptr);
+  EXPECT_EQ(floor->info().key, "dsa_decode.floor_gather.bf16");
+  EXPECT_TRUE(floor->info().floor);
+  EXPECT_EQ(floor_kernel("dsa_decode", "bf16", 64), nullptr);
+  // Even the highest rank cannot make a floor the default.
+  KernelInfo info = floor->info();
+  info.rank = 100;
+  struct Fake : KernelEntry {
+    KernelInfo i;
+    const KernelInfo& info() const override { return i; }
+  } fake;
+  fake.i = info;
+  EXPECT_EQ(select_kernel({&fake}, "dsa_decode", "bf16", 16), nullptr);
 }
 
 }  // namespace

@@ -317,6 +317,7 @@ TEST_F(TunedTilingTest, ThePlannerUsesAValidTunedTilingAndIgnoresAnInvalidOne) {
   ASSERT_TRUE(find_known_device("h200", &h200).is_ok());
   DsaPlanOptions o;
   o.device_facts = &h200;
+  o.kernel_key = "dsa_decode.v1_splitk.bf16";  // the entries above are v1's
   DsaPlan plan;
   ASSERT_TRUE(dsa_plan(problem_with_tokens(8), o, &plan).is_ok());
   EXPECT_EQ(plan.tiling().name(), "s8n64x1m8");

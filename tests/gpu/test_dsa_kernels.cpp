@@ -36,14 +36,14 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.suite; }
 // (The name predates other ops; kept so test IDs compare across versions.)
 class DsaSuiteTest : public ::testing::TestWithParam<Case> {};
 
-// Verifies one suite with the tiling planning picks (or `forced`), on three fresh seeds.
+// Verifies one suite with the tiling planning picks (or `forced`), on `rounds` fresh seeds.
 void verify_suite(const KernelEntry& kernel, const std::string& suite_name, const std::string* forced,
-                  int* checked) {
+                  int* checked, int rounds = 3) {
   const OpBench* op = find_op_bench(kernel.info().op);
   ASSERT_NE(op, nullptr) << kernel.info().op;
   PlanTarget target;
   ASSERT_TRUE(plan_target(kernel, -1, &target).is_ok());
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     const uint64_t seed = fresh_seed();
     std::unique_ptr<BenchSuite> suite;
     ASSERT_TRUE(op->make_suite(suite_name, seed, &suite).is_ok());
@@ -81,7 +81,7 @@ TEST_P(DsaSuiteTest, MatchesReferenceOnThreeSeeds) {
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const KernelEntry* k : kernels())
-    if (const OpBench* op = find_op_bench(k->info().op))
+    if (const OpBench* op = find_op_bench(k->info().op); op && !k->info().floor)  // a floor computes nothing
       for (const std::string& s : op->suite_names()) cases.push_back({k->info().key, s});
   return cases;
 }
@@ -105,6 +105,57 @@ TEST(DsaV1Tilings, EveryInstantiatedPathMatchesReference) {
     verify_suite(*kernel, "dsa-edge", &name, &checked);
     EXPECT_GT(checked, 0) << "no dsa-edge workload accepts tiling " << name;
   }
+}
+
+// Every compiled v2_fused instance (gather x MMA path x ring pipe) on the contest suite: two CTAs
+// per row where a row is long enough (the in-kernel merge), one otherwise; one fresh seed each.
+TEST(DsaV2Tilings, EveryInstanceMatchesReference) {
+  const KernelEntry* kernel = find_kernel("dsa_decode.v2_fused.bf16");
+  ASSERT_NE(kernel, nullptr);
+  REQUIRE_GPU_FOR(*kernel);
+  for (const char* pipe : {"x3m1", "x4m1", "x5m1", "x4m1p2", "x4m1p4"})
+    for (const char* gather : {"", "g1", "g2"})
+      for (const char* mma : {"", "w1"}) {
+        for (const char* splits : {"s2n32", "s16n64"}) {
+          const std::string name = std::string(splits) + pipe + gather + mma;
+          SCOPED_TRACE(name);
+          int checked = 0;
+          verify_suite(*kernel, "dsa-contest", &name, &checked, 1);
+          EXPECT_GT(checked, 0) << "no dsa-contest workload accepts tiling " << name;
+        }
+      }
+}
+
+// The floor computes nothing to verify: every suite's workloads launch and finish without a fault.
+TEST(DsaFloor, RunsEveryWorkloadOfEverySuite) {
+  const KernelEntry* kernel = floor_kernel("dsa_decode", "bf16", 16);
+  ASSERT_NE(kernel, nullptr);
+  REQUIRE_GPU_FOR(*kernel);
+  const OpBench* op = find_op_bench("dsa_decode");
+  PlanTarget target;
+  ASSERT_TRUE(plan_target(*kernel, -1, &target).is_ok());
+  TimingConfig once;
+  once.warmup = 0;
+  once.iters = 1;
+  for (const std::string& name : op->suite_names())
+    for (const char* forced : {static_cast<const char*>(nullptr), "s4n64x1m1g3"}) {
+      std::unique_ptr<BenchSuite> suite;
+      ASSERT_TRUE(op->make_suite(name, fresh_seed(), &suite).is_ok());
+      const std::unique_ptr<BenchSession> session = suite->open_session(1);
+      for (size_t i = 0; i < suite->size(); ++i) {
+        SCOPED_TRACE(name + "/" + suite->info(i).name + (forced ? std::string(" ") + forced : ""));
+        ASSERT_TRUE(session->prepare(i).is_ok());
+        BenchPlan plan;
+        const std::string tiling = forced ? forced : "";
+        Status s = suite->plan(i, target, forced ? &tiling : nullptr, &plan);
+        if (forced && !s.is_ok()) continue;
+        ASSERT_TRUE(s.is_ok()) << s.to_string();
+        TimingResult t;
+        s = session->time(plan, once, &t);
+        EXPECT_TRUE(s.is_ok()) << s.to_string();
+        EXPECT_GT(t.median_us, 0.0);
+      }
+    }
 }
 
 // A plan that is not the session's, or none, is refused before anything runs.

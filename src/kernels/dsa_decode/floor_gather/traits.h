@@ -1,0 +1,69 @@
+// floor_gather: the gather floor of the single-launch DSA kernels. It moves exactly the rows a
+// v2_fused launch moves (same row split, same ring, same producer) from HBM into shared memory
+// and does no math: its span is the distance every DSA kernel is measured against. Host-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dsa_decode/common/row_ring.h"
+#include "mlakit/dsa.h"
+
+namespace mlakit::dsa_floor {
+
+using namespace mlakit::dsa_ring;
+
+constexpr int kConsumerWarps = 4;  // wait for a stage and hand it back, as v2's consumers do
+// Warps 0-3 consume, warps 4.. produce.
+template <int Producers>
+constexpr int kThreadsFor = (kConsumerWarps + Producers) * 32;
+constexpr int kCtasPerSm = 1;
+constexpr int kIdxPerThread = 16;
+constexpr int kMaxTopk = kThreadsFor<1> * kIdxPerThread;  // 2560 (the fewest threads)
+
+// The register-load floor (Gather::kLdg): 8 warps per CTA, kLdgRows rows (18 16-byte loads per
+// lane) in flight per warp, no shared-memory ring.
+constexpr int kLdgThreads = 256;
+constexpr int kLdgRows = 8;
+constexpr int kLdgIdxPerThread = 16;
+constexpr int kLdgMaxTopk = kLdgThreads * kLdgIdxPerThread;  // 4096
+
+struct Params {
+  DsaTensors io;  // reads sparse_indices, ckv_cache, kpe_cache; writes nothing
+  int num_tokens;
+  int topk;
+  int64_t num_slots;
+  int max_splits;
+  int min_rows;
+};
+
+template <int Stages>
+struct SmemPlan {
+  uint64_t full[Stages];
+  uint64_t empty[Stages];
+  int32_t warp_count[32];
+  alignas(16) uint16_t ring[Stages][kStageElems];
+  int32_t slots[kMaxTopk];
+};
+
+// The instantiated (ring stages, producer warps) pairs, as in v2_fused.
+struct Pipe {
+  int stages, producers;
+};
+constexpr Pipe kPipeChoices[] = {{3, 1}, {4, 1}, {5, 1}, {4, 2}, {4, 4}};
+constexpr bool is_instantiated(Pipe pipe) {
+  for (const Pipe& c : kPipeChoices)
+    if (c.stages == pipe.stages && c.producers == pipe.producers) return true;
+  return false;
+}
+
+constexpr size_t smem_bytes(int stages) {
+  switch (stages) {
+    case 3: return sizeof(SmemPlan<3>);
+    case 4: return sizeof(SmemPlan<4>);
+    case 5: return sizeof(SmemPlan<5>);
+    default: return 0;
+  }
+}
+
+}  // namespace mlakit::dsa_floor

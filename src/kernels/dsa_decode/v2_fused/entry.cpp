@@ -1,0 +1,162 @@
+// Registry entry of dsa_decode.v2_fused.bf16: search space, default tiling, validation against
+// problem and device, --explain, and the launch. Tiling fields (DsaTiling): num_splits = CTAs per
+// row (the grid's x), block_n = least slots per split, stages = 32-row ring stages, m = 1 (the
+// merge is in the kernel), p = producer warps, g = gather, w = MMA path. Sizes come from
+// traits.h; the register need from the compiled kernel when a GPU is present (launch.h).
+#include "kernels/dsa_decode/v2_fused/entry.h"
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <iterator>
+#include <vector>
+
+#include "base/cuda_status.h"
+#include "base/format.h"
+#include "kernels/dsa_decode/common/ring_plan.h"
+#include "kernels/dsa_decode/v2_fused/launch.h"
+#include "kernels/dsa_decode/v2_fused/traits.h"
+
+namespace mlakit::dsa_v2 {
+namespace {
+
+constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
+
+Instance instance_of(const DsaTiling& t) {
+  return Instance{Pipe{t.stages, t.producers}, Gather(t.gather), Mma(t.mma)};
+}
+
+// Registers per thread of an instance: the compiled kernel's when the facts are a live device's
+// (read once per instance), else the need traits.h documents for its MMA path.
+int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
+  const Mma mma = Mma(t.mma);
+  if (!dev.live) return documented_registers(mma);
+  static std::array<std::atomic<int>, std::size(kPipeChoices) * 3 * 2> known{};
+  size_t slot = 0;
+  while (kPipeChoices[slot].stages != t.stages || kPipeChoices[slot].producers != t.producers) ++slot;
+  slot = (slot * 3 + size_t(t.gather)) * 2 + size_t(t.mma);
+  if (int regs = known[slot].load(std::memory_order_relaxed); regs > 0) return regs;
+  cudaFuncAttributes attr;
+  if (kernel_attributes(instance_of(t), &attr) != cudaSuccess || attr.numRegs <= 0) {
+    cudaGetLastError();  // no image for this device: not sticky, and the documented need holds
+    return documented_registers(mma);
+  }
+  known[slot].store(attr.numRegs, std::memory_order_relaxed);
+  return attr.numRegs;
+}
+
+// The compiled instance and what one CTA needs of an SM.
+Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
+  using dsa_ring::reject;
+  if (t.merge_head_groups != 1) return reject(t, "v2_fused merges in the kernel: m must be 1; got " + std::to_string(t.merge_head_groups));
+  if (t.gather < 0 || t.gather > int(Gather::kCpAsync))
+    return reject(t, "g (gather) must be 0 (bulk ckv + cp.async kpe), 1 (bulk) or 2 (cp.async); got " +
+                         std::to_string(t.gather));
+  if (t.mma != int(Mma::kSync) && t.mma != int(Mma::kWgmma))
+    return reject(t, "w (MMA path) must be 0 (mma.sync) or 1 (wgmma); got " + std::to_string(t.mma));
+  if (!is_instantiated(Pipe{t.stages, t.producers})) {
+    std::string pipes;
+    for (const Pipe& c : kPipeChoices) pipes += " x" + std::to_string(c.stages) + "p" + std::to_string(c.producers);
+    return reject(t, "(stages, producers) = (" + std::to_string(t.stages) + ", " + std::to_string(t.producers) +
+                         ") is not instantiated; compiled:" + pipes);
+  }
+  const size_t smem = smem_bytes(t.stages);
+  if (smem > size_t(dev.smem_per_block_optin))
+    return reject(t, "shared-memory plan " + format_kb(smem) + " (" + std::to_string(t.stages) + " stages x " +
+                         std::to_string(kStageRows) + " rows x " + std::to_string(kKvPitch * 2) +
+                         " B + Q + P + slots) exceeds the " + format_kb(size_t(dev.smem_per_block_optin)) +
+                         " per-block limit of " + dev.describe());
+  const int threads = kConsumerThreads + 32 * t.producers;
+  const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (threads * kCtasPerSm));
+  const int regs = registers_needed(t, dev);
+  if (reg_cap < regs)
+    return reject(t, std::to_string(threads) + " threads leave " + std::to_string(reg_cap) +
+                         " registers per thread; the kernel needs " + std::to_string(regs));
+  return Status::ok();
+}
+
+class V2Fused final : public DsaKernel {
+ public:
+  const KernelInfo& info() const override {
+    static const KernelInfo k{"dsa_decode.v2_fused.bf16", "dsa_decode", "v2_fused", "bf16", {kHeads},
+                              /*rank=*/2,
+                              "one launch: per-row split on the GPU, producer warps filling a bulk-copy "
+                              "ring, mma.sync (or wgmma) consumers, in-kernel merge",
+                              ArchRequirement{9, 0, true}};
+    return k;
+  }
+
+  // The tuner's choices: splits, least rows per split, every compiled pipe, the two bulk gathers,
+  // mma.sync (cp.async and wgmma lost everywhere they were measured: the devlog's steps 2 and 6;
+  // they stay reachable with --tiling).
+  std::vector<DsaTiling> search_space(const DsaProblem&) const override {
+    std::vector<DsaTiling> out;
+    DsaTiling t{1, kDefaultMinRows, kDefaultPipe.stages, 1, kDefaultPipe.producers, 0, 0};
+    for (int s = 1; s <= kMaxSplits; s *= 2)
+      for (int rows : {32, 64, 128})
+        for (const Pipe& pipe : kPipeChoices)
+          for (int g : {int(Gather::kHybrid), int(Gather::kBulk)}) {
+            t.num_splits = s, t.block_n = rows, t.stages = pipe.stages, t.producers = pipe.producers, t.gather = g;
+            t.mma = int(Mma::kSync);
+            out.push_back(t);
+          }
+    return out;
+  }
+
+  DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
+    return DsaTiling{dsa_ring::default_splits(p, dev, kMaxSplits), kDefaultMinRows, kDefaultPipe.stages, 1,
+                     kDefaultPipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
+  }
+
+  Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
+    MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem("v2_fused", p, kMaxTopk));
+    MLAKIT_RETURN_IF_ERROR(check_instance(t, dev));
+    return dsa_ring::check_split(p, t, dev, kMaxSplits, /*co_resident=*/true, kCtasPerSm);
+  }
+
+  size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
+    return workspace_layout(p.num_tokens, t.num_splits).bytes;
+  }
+
+  std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s), %d consumer + %d producer "
+                  "warps, %s shared memory (%d stages of %d rows), %s gather, %s; workspace %s",
+                  info().key.c_str(), t.name().c_str(), t.num_splits, p.num_tokens,
+                  t.num_splits > 1 ? ", cooperative: split rows merge in-kernel" : "", kConsumerWarps,
+                  t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
+                  t.gather == 0 ? "bulk ckv + cp.async kpe" : t.gather == 1 ? "bulk" : "cp.async",
+                  t.mma == 0 ? "mma.sync m16n8k16" : "wgmma m64n16k16", format_kb(workspace_bytes(p, t)).c_str());
+    return buf;
+  }
+
+  Status launch(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x, void* workspace,
+                cudaStream_t stream) const override {
+    Params a{};
+    a.io = x;
+    a.num_tokens = p.num_tokens;
+    a.topk = p.topk;
+    a.num_slots = p.num_slots();
+    a.max_splits = t.num_splits;
+    a.min_rows = t.block_n;
+    a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
+    const WorkspaceLayout w = workspace_layout(p.num_tokens, t.num_splits);
+    auto* base = static_cast<char*>(workspace);
+    if (w.bytes > 0) {
+      a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
+      a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
+      a.part_o = reinterpret_cast<float*>(base + w.part_o);
+    }
+    return cuda_status(dsa_v2::launch(a, instance_of(t), stream), info().key + " launch");
+  }
+};
+
+}  // namespace
+
+const DsaKernel& entry() {
+  static const V2Fused kernel;
+  return kernel;
+}
+
+}  // namespace mlakit::dsa_v2

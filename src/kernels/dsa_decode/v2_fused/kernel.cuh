@@ -1,0 +1,265 @@
+// DSA sparse decode v2: one launch for every T. Each token's row is split over CTAs by its own
+// valid count (on the GPU), rows are gathered by a producer warp into a deep ring, and the splits
+// of a row merge their partials inside the kernel.
+//
+//   grid = (max_splits, T); CTA (s, t) reads the whole index row t, counts its valid slots n and
+//   takes split s of split_row(n) (idle when s >= splits: it exits at once).
+//   warps 0-3: consumers (consumer_mma.cuh): QK, online softmax, PV on 64-slot tiles.
+//   warps 4..: producers (common/gather_ring.cuh): Q, then the split's rows, stage by stage, by
+//   cp.async.bulk and/or 16-byte cp.async, completion counted on mbarriers.
+//   One split: bf16 output and lse written directly. Several: each CTA writes its unnormalised
+//   (O, m, l) partial to the workspace, the row's CTAs meet at a counter there (all co-resident:
+//   the launch is cooperative), and CTA s merges its share of the 16 x 64 output chunks in split
+//   order (deterministic); the last CTA to leave sets the counters back to zero.
+//   Shared memory (traits.h, SmemPlan): barriers | Q / partial S 18.7 KB | Stages x 36.5 KB ring |
+//   P 2.3 KB | slots 10 KB.
+// Devlog: docs/kernels/dsa_decode_v2_fused.md
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/dsa_decode/common/gather_ring.cuh"
+#include "kernels/dsa_decode/common/row_slice.cuh"
+#include "kernels/dsa_decode/v2_fused/consumer_mma.cuh"
+#include "kernels/dsa_decode/v2_fused/consumer_wgmma.cuh"
+
+namespace mlakit::dsa_v2 {
+
+template <Gather G, class Smem>
+__device__ void init_barriers(Smem& s) {
+  if (threadIdx.x != 0) return;
+  for (auto& b : s.full) mbar_init(&b, kFullArrivals<G>);
+  for (auto& b : s.empty) mbar_init(&b, kConsumerWarps);
+  mbar_init(&s.q_full, 32);  // one warp's cp.async arrivals
+  mbar_fence_init();
+}
+
+// Q of token t, issued by the first producer warp before the index row is known, so that its
+// latency overlaps the compaction; the warp arrives on q_full (working CTA) or waits for the
+// copies (idle CTA: no copy may land in the smem of a finished CTA) once the split is known.
+template <Mma M, class Smem>
+__device__ void load_q(const Params& p, Smem& s, int t) {
+  const DsaTensors& x = p.io;
+  const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + t * x.q_nope_stride_t;
+  const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + t * x.q_pe_stride_t;
+  if constexpr (M == Mma::kWgmma)
+    load_query_swizzled(q_nope, x.q_nope_stride_h, q_pe, x.q_pe_stride_h, s.qt());
+  else
+    load_query(q_nope, x.q_nope_stride_h, q_pe, x.q_pe_stride_h, kHeads, s.q);
+}
+
+// Producer warp `pw`: its stages of the split.
+template <Gather G, int Stages, int Producers, class Smem>
+__device__ void produce(const Params& p, Smem& s, int count, int pw) {
+  const DsaTensors& x = p.io;
+  const RowSource src{static_cast<const uint16_t*>(x.ckv_cache), static_cast<const uint16_t*>(x.kpe_cache),
+                      x.ckv_stride_slot, x.kpe_stride_slot, l2_policy(L2Evict::kFirst)};
+  produce_rows<G, Stages, Producers>(src, s.slots, count, &s.ring[0][0], s.full, s.empty, pw);
+}
+
+// Output 0 and lse -inf for a token without a valid slot (all threads of the CTA).
+__device__ void store_empty(const Params& p, int t) {
+  auto* out = reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + int64_t(t) * kHeads * kDimV);
+  for (int i = threadIdx.x; i < kHeads * kDimV / 8; i += blockDim.x) out[i] = make_uint4(0, 0, 0, 0);
+  if (threadIdx.x < kHeads) p.io.lse[t * kHeads + threadIdx.x] = -INFINITY;
+}
+
+// One split: O / l as bf16 and lse = m + log2(l) (consumer threads).
+__device__ void store_output(const Params& p, int t, const RowState& st, const float (&l_total)[2],
+                             const float (&o)[kOTiles][4]) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
+  auto* out = static_cast<uint32_t*>(p.io.output);
+  const int col = warp * kDimsPerWarp + 2 * (lane % 4);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float inv = 1.f / l_total[r];
+    const int64_t base = (int64_t(t) * kHeads + g + 8 * r) * kDimV + col;
+#pragma unroll
+    for (int j = 0; j < kOTiles; ++j) out[(base + j * 8) / 2] = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+  }
+  if (warp == 0 && lane % 4 == 0) {
+    p.io.lse[t * kHeads + g] = st.m[0] + log2f(l_total[0]);
+    p.io.lse[t * kHeads + g + 8] = st.m[1] + log2f(l_total[1]);
+  }
+}
+
+// Several splits: the unnormalised partial (O, m, l) of split s (consumer threads).
+__device__ void store_partial(const Params& p, int t, int split, const RowState& st,
+                              const float (&l_total)[2], const float (&o)[kOTiles][4]) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
+  const int64_t row0 = (int64_t(t) * p.max_splits + split) * kHeads;
+  const int col = warp * kDimsPerWarp + 2 * (lane % 4);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float* dst = p.part_o + (row0 + g + 8 * r) * kDimV + col;
+#pragma unroll
+    for (int j = 0; j < kOTiles; ++j) *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[j][2 * r], o[j][2 * r + 1]);
+  }
+  if (warp == 0 && lane % 4 == 0) {
+    p.part_ml[row0 + g] = make_float2(st.m[0], l_total[0]);
+    p.part_ml[row0 + g + 8] = make_float2(st.m[1], l_total[1]);
+  }
+}
+
+// wgmma path, from the staged O^T (smem [16][512] fp32, s.head_m / s.head_l), consumer threads:
+// one split writes O / l as bf16 and the lse; several write the unnormalised partial.
+template <class Smem>
+__device__ void store_output_staged(const Params& p, Smem& s, int t) {
+  const float* o = reinterpret_cast<const float*>(&s.ring[0][0]);
+  for (int c = threadIdx.x; c < kHeads * kDimV / 8; c += kConsumerThreads) {
+    const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
+    const float inv = 1.f / s.head_l[h];
+    const float4 a = *reinterpret_cast<const float4*>(o + h * kDimV + d0);
+    const float4 b = *reinterpret_cast<const float4*>(o + h * kDimV + d0 + 4);
+    const uint4 packed{pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv),
+                       pack_bf16x2(b.x * inv, b.y * inv), pack_bf16x2(b.z * inv, b.w * inv)};
+    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(t) * kHeads + h) * kDimV + d0) = packed;
+  }
+  if (threadIdx.x < kHeads) p.io.lse[t * kHeads + threadIdx.x] = s.head_m[threadIdx.x] + log2f(s.head_l[threadIdx.x]);
+}
+template <class Smem>
+__device__ void store_partial_staged(const Params& p, Smem& s, int t, int split) {
+  const int64_t row0 = (int64_t(t) * p.max_splits + split) * kHeads;
+  const auto* o = reinterpret_cast<const float4*>(&s.ring[0][0]);
+  auto* dst = reinterpret_cast<float4*>(p.part_o + row0 * kDimV);
+  for (int i = threadIdx.x; i < kHeads * kDimV / 4; i += kConsumerThreads) dst[i] = o[i];
+  if (threadIdx.x < kHeads) p.part_ml[row0 + threadIdx.x] = make_float2(s.head_m[threadIdx.x], s.head_l[threadIdx.x]);
+}
+
+// Every CTA of the row has published its partial once this returns (all threads call it).
+__device__ void wait_for_row(uint32_t* arrivals, int splits) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(arrivals, 1u);
+    while (ld_acquire_gpu(arrivals) < uint32_t(splits)) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// The last CTA of the row to leave resets both counters (every other one is past its wait).
+__device__ void leave_row(uint32_t* counters, int splits) {
+  if (threadIdx.x != 0) return;
+  if (atomicAdd(&counters[1], 1u) == uint32_t(splits - 1)) {
+    counters[0] = 0;
+    counters[1] = 0;
+  }
+}
+
+// Split s merges output chunks [s * 1024 / splits, (s + 1) * 1024 / splits) of the row, a chunk
+// being 8 dims of one head: O = sum_j w_j O_j / sum_j w_j l_j with w_j = 2^(m_j - M), j in order.
+// The (m, l) of every split are staged in smem by all threads at once, and each chunk's partials
+// are loaded kMergeBatch splits at a time, so that L2 latency is paid per batch, not per split.
+constexpr int kMergeBatch = 8;
+template <class Smem>
+__device__ void merge_splits(const Params& p, Smem& s, int t, int split, int splits) {
+  constexpr int kChunks = kHeads * kDimV / 8;
+  float2* ml = reinterpret_cast<float2*>(&s.ring[0][0]);         // [splits][16]; the ring is idle
+  float* w = reinterpret_cast<float*>(ml + kMaxSplits * kHeads);  // [splits][16] weights
+  float* inv_l = w + kMaxSplits * kHeads;                         // [16]
+  float* lse = inv_l + kHeads;                                    // [16]
+  const float2* part_ml = p.part_ml + int64_t(t) * p.max_splits * kHeads;
+  for (int i = threadIdx.x; i < splits * kHeads; i += blockDim.x) ml[i] = part_ml[i];
+  __syncthreads();
+  if (threadIdx.x < kHeads) {
+    const int h = threadIdx.x;
+    float m_max = -INFINITY, l_sum = 0.f;
+    for (int j = 0; j < splits; ++j) m_max = fmaxf(m_max, ml[j * kHeads + h].x);
+    for (int j = 0; j < splits; ++j) {
+      const float2 v = ml[j * kHeads + h];
+      const float wj = v.y > 0.f ? exp2f(v.x - m_max) : 0.f;
+      w[j * kHeads + h] = wj;
+      l_sum += wj * v.y;
+    }
+    inv_l[h] = l_sum > 0.f ? 1.f / l_sum : 0.f;
+    lse[h] = l_sum > 0.f ? m_max + log2f(l_sum) : -INFINITY;
+  }
+  __syncthreads();
+  const float* part = p.part_o + int64_t(t) * p.max_splits * kHeads * kDimV;
+  const int end = (split + 1) * kChunks / splits;
+  for (int c = split * kChunks / splits + threadIdx.x; c < end; c += blockDim.x) {
+    const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
+    float acc[8] = {};
+    for (int j0 = 0; j0 < splits; j0 += kMergeBatch) {
+      float4 a[kMergeBatch], b[kMergeBatch];
+#pragma unroll
+      for (int u = 0; u < kMergeBatch; ++u) {  // all loads of the batch first
+        const float4* src = reinterpret_cast<const float4*>(part + ((j0 + u) * kHeads + h) * kDimV + d0);
+        a[u] = j0 + u < splits ? src[0] : float4{};
+        b[u] = j0 + u < splits ? src[1] : float4{};
+      }
+#pragma unroll
+      for (int u = 0; u < kMergeBatch; ++u) {
+        const float wj = j0 + u < splits ? w[(j0 + u) * kHeads + h] : 0.f;
+        acc[0] += wj * a[u].x, acc[1] += wj * a[u].y, acc[2] += wj * a[u].z, acc[3] += wj * a[u].w;
+        acc[4] += wj * b[u].x, acc[5] += wj * b[u].y, acc[6] += wj * b[u].z, acc[7] += wj * b[u].w;
+      }
+    }
+    const float inv = inv_l[h];
+    uint4 packed;
+    packed.x = pack_bf16x2(acc[0] * inv, acc[1] * inv);
+    packed.y = pack_bf16x2(acc[2] * inv, acc[3] * inv);
+    packed.z = pack_bf16x2(acc[4] * inv, acc[5] * inv);
+    packed.w = pack_bf16x2(acc[6] * inv, acc[7] * inv);
+    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(t) * kHeads + h) * kDimV + d0) = packed;
+    if (d0 == 0) p.io.lse[t * kHeads + h] = lse[h];
+  }
+}
+
+// The consumer warpgroup's part of one split (either MMA path): the tiles, then the split's
+// result stored directly (one split) or as a partial (several).
+template <Mma M, int Stages, class Smem>
+__device__ void consume_and_store(const Params& p, Smem& s, int t, int split, const RowSlice& rs) {
+  if constexpr (M == Mma::kWgmma) {
+    HeadState st;
+    float o[kOBlocks][8] = {};
+    consume_rows_wgmma<Stages>(s, rs.count, p.scale_log2, st, o);
+    reduce_heads(s, st);
+    stage_output(s, o);
+    if (rs.splits == 1) store_output_staged(p, s, t);
+    else store_partial_staged(p, s, t, split);
+  } else {
+    RowState st;
+    float o[kOTiles][4] = {};
+    float l_total[2];
+    consume_rows<Stages>(s, rs.count, p.scale_log2, st, o);
+    reduce_row_sums(s, st, l_total);
+    if (rs.splits == 1) store_output(p, t, st, l_total, o);
+    else store_partial(p, t, split, st, l_total, o);
+  }
+}
+
+template <Gather G, Mma M, int Stages, int Producers>
+__global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
+    dsa_v2_kernel(const __grid_constant__ Params p) {
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
+  const int split = blockIdx.x, t = blockIdx.y;
+  const bool producer = threadIdx.x / 32 >= kConsumerWarps;
+  const bool q_loader = threadIdx.x / 32 == kConsumerWarps;
+  init_barriers<G>(s);  // ordered before first use by slice_row's barriers
+  if (q_loader) load_q<M>(p, s, t);
+
+  const RowSlice rs = slice_row<kThreadsFor<Producers>, kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t,
+                                                                      p.topk, p.num_slots, split, p.max_splits,
+                                                                      p.min_rows, s.slots, s.warp_count);
+  const bool works = split < rs.splits && rs.n_valid > 0;
+  if (q_loader) {  // no copy may land in the smem of a finished CTA
+    if (works) cp_async_arrive_on(&s.q_full);
+    else cp_async_wait<0>();
+  }
+  if (!works) {  // beyond the row's splits, or an empty row (one split, output 0)
+    if (split == 0) store_empty(p, t);
+    return;
+  }
+  if (producer) produce<G, Stages, Producers>(p, s, rs.count, threadIdx.x / 32 - kConsumerWarps);
+  else consume_and_store<M, Stages>(p, s, t, split, rs);
+  if (rs.splits == 1) return;
+  uint32_t* counters = p.counters + 2 * t;
+  wait_for_row(&counters[0], rs.splits);
+  merge_splits(p, s, t, split, rs.splits);
+  leave_row(counters, rs.splits);
+}
+
+}  // namespace mlakit::dsa_v2

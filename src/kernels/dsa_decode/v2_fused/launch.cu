@@ -1,0 +1,85 @@
+// v2_fused host launcher: one kernel per instance (kPipeChoices x gather x MMA path), the
+// shared-memory opt-in once per device and instance, then one launch (cooperative when rows may
+// split, so that a row's CTAs are co-resident).
+#include <atomic>
+#include <iterator>
+#include <utility>
+
+#include "kernels/dsa_decode/v2_fused/kernel.cuh"
+#include "kernels/dsa_decode/v2_fused/launch.h"
+
+namespace mlakit::dsa_v2 {
+namespace {
+
+constexpr int kMaxDevices = 64;
+using KernelFn = void (*)(Params);
+
+template <Gather G, Mma M, int Stages, int Producers>
+cudaError_t launch_one(const Params& params, cudaStream_t stream) {
+  static std::atomic<bool> opted_in[kMaxDevices];
+  constexpr int smem = int(sizeof(SmemPlan<Stages>));
+  const KernelFn kernel = dsa_v2_kernel<G, M, Stages, Producers>;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (device >= kMaxDevices || !opted_in[device].load(std::memory_order_acquire)) {
+    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        e != cudaSuccess)
+      return e;
+    if (device < kMaxDevices) opted_in[device].store(true, std::memory_order_release);
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(params.max_splits, params.num_tokens);
+  config.blockDim = dim3(kThreadsFor<Producers>);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;  // a row's CTAs wait for each other
+  attr[0].val.cooperative = 1;
+  config.attrs = attr;
+  config.numAttrs = params.max_splits > 1 ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, params);
+}
+
+// Calls f.template operator()<G, M, Stages, Producers>() for the compiled instance, or returns
+// cudaErrorInvalidValue.
+template <Gather G, Mma M, class F, size_t... I>
+cudaError_t with_pipe(Pipe pipe, F&& f, std::index_sequence<I...>) {
+  cudaError_t e = cudaErrorInvalidValue;
+  (void)((pipe.stages == kPipeChoices[I].stages && pipe.producers == kPipeChoices[I].producers &&
+          (e = f.template operator()<G, M, kPipeChoices[I].stages, kPipeChoices[I].producers>(), true)) ||
+         ...);
+  return e;
+}
+template <Gather G, class F>
+cudaError_t with_mma(const Instance& in, F&& f) {
+  constexpr auto kAll = std::make_index_sequence<std::size(kPipeChoices)>{};
+  return in.mma == Mma::kWgmma ? with_pipe<G, Mma::kWgmma>(in.pipe, f, kAll)
+                               : with_pipe<G, Mma::kSync>(in.pipe, f, kAll);
+}
+template <class F>
+cudaError_t with_instance(const Instance& in, F&& f) {
+  switch (in.gather) {
+    case Gather::kHybrid: return with_mma<Gather::kHybrid>(in, f);
+    case Gather::kBulk: return with_mma<Gather::kBulk>(in, f);
+    case Gather::kCpAsync: return with_mma<Gather::kCpAsync>(in, f);
+    case Gather::kLdg: break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream) {
+  return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers>() {
+    return launch_one<G, M, Stages, Producers>(params, stream);
+  });
+}
+
+cudaError_t kernel_attributes(Instance instance, cudaFuncAttributes* attr) {
+  *attr = {};
+  return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers>() {
+    return cudaFuncGetAttributes(attr, dsa_v2_kernel<G, M, Stages, Producers>);
+  });
+}
+
+}  // namespace mlakit::dsa_v2

@@ -1,0 +1,147 @@
+// v2_fused: constants, the kernel parameters, the shared-memory plan and the workspace layout.
+// Host-safe (plain C++): the validator, --explain and the device code size everything from here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dsa_decode/common/row_ring.h"
+#include "mlakit/dsa.h"
+
+namespace mlakit::dsa_v2 {
+
+using namespace mlakit::dsa_ring;
+
+constexpr int kHeads = 16;            // the M of every m16n8k16 MMA
+constexpr int kConsumerWarps = 4;     // one warpgroup: QK, softmax, PV
+constexpr int kConsumerThreads = kConsumerWarps * 32;
+// Warps 0-3 consume; warps 4.. gather rows (the first of them also Q).
+template <int Producers>
+constexpr int kThreadsFor = kConsumerThreads + Producers * 32;
+constexpr int kCtasPerSm = 1;         // __launch_bounds__ and the co-residency check
+// A compute tile is two ring stages: 64 slots.
+constexpr int kTileStages = 2;
+constexpr int kTileRows = kTileStages * kStageRows;
+// Index compaction: each thread reads 16 consecutive entries of the row (160 threads or more).
+constexpr int kIdxPerThread = 16;
+constexpr int kMaxTopk = kThreadsFor<1> * kIdxPerThread;  // 2560
+// QK: warp w owns k-quarter w (144 of the 576 dims = 9 k16 steps, Q fragments in registers) for
+// all 64 slots of a tile; the four partial S tiles meet in smem (fixed summation order).
+constexpr int kQkSteps = kDimK / 16 / kConsumerWarps;  // 9
+constexpr int kSlotTiles = kTileRows / 8;               // 8 n8 tiles of S per warp
+// +8 floats per partial-S row: a 288-byte pitch spreads 8 rows' float2 stores over all banks.
+constexpr int kSPitch = kTileRows + 8;
+// +8 bf16 per P row: 144-byte pitch, conflict-free ldmatrix.
+constexpr int kPPitch = kTileRows + 8;
+// PV: warp w owns output dims [128 w, 128 w + 128): 16 n8 tiles of O.
+constexpr int kDimsPerWarp = kDimV / kConsumerWarps;  // 128
+constexpr int kOTiles = kDimsPerWarp / 8;              // 16
+// Splits per row are capped so that the per-split partial outputs stay small next to the rows.
+constexpr int kMaxSplits = 64;
+
+static_assert(kDimK % (16 * kConsumerWarps) == 0, "the k-quarters must be whole k16 steps");
+static_assert(kTileRows == 8 * kSlotTiles && kTileRows % 16 == 0, "a tile is whole n8 and k16 tiles");
+static_assert(kDimV % (8 * kConsumerWarps) == 0, "each consumer warp owns whole n8 tiles of O");
+static_assert(kMaxTopk % 4 == 0, "indices are loaded four at a time");
+
+// Kernel arguments; strides in elements (already defaulted by dsa_run).
+struct Params {
+  DsaTensors io;
+  int num_tokens;
+  int topk;
+  int64_t num_slots;
+  int max_splits;        // gridDim.x: CTAs per token, of which split_row() uses what the row needs
+  int min_rows;          // least slots per split (a multiple of kStageRows)
+  float scale_log2;      // sm_scale * log2(e)
+  float* part_o;         // [T, max_splits, 16, 512] unnormalised partial outputs
+  float2* part_ml;       // [T, max_splits, 16] (running max in the log2 domain, sum of 2^(x - m))
+  uint32_t* counters;    // [T, 2] arrivals and departures of the row's CTAs; zero between calls
+};
+
+// The tensor-core (wgmma) path keeps its B operands, Q^T and P^T, in 128-byte-swizzled blocks of
+// 16 rows x 128 bytes, which must start on 1024-byte boundaries.
+constexpr int kSwizzleAlign = 1024;
+constexpr int kQtBytes = kDimK / 64 * kHeads * 128;  // 18 KB
+constexpr int kPtBytes = kHeads * 128;               // 2 KB: 64 slots x 16 heads
+
+// How a tile's products are computed (the values are DsaTiling::mma): bf16 mma.sync m16n8k16
+// (heads = M) or wgmma m64n16k16 in the transposed formulation (slots / dims = M, heads = N).
+enum class Mma { kSync = 0, kWgmma = 1 };
+
+// Shared-memory plan; sizeof(SmemPlan<Stages>) is the dynamic shared memory of one CTA.
+template <int Stages>
+struct SmemPlan {
+  uint64_t full[Stages];     // the stage's rows arrived
+  uint64_t empty[Stages];    // the consumers are done with the stage
+  uint64_t q_full;           // Q arrived
+  int32_t warp_count[32];
+  float red_max[kConsumerWarps][kHeads];  // per-warp row maxima of one tile
+  float red_sum[kConsumerWarps][kHeads];  // per-warp row sums at the end
+  float head_m[kHeads], head_l[kHeads];   // wgmma path: per-head max and sum at the end
+  union alignas(16) {
+    uint16_t q[kHeads * kKvPitch];                      // mma.sync: Q, bf16 [16][576 + pad]
+    float s_part[kConsumerWarps][kHeads * kSPitch];     // mma.sync: QK partial sums per k-quarter
+    uint8_t qt_raw[kQtBytes + kSwizzleAlign];           // wgmma: Q^T, 9 swizzled blocks (+ alignment)
+  };
+  alignas(16) uint16_t ring[Stages][kStageElems];       // gathered rows, bf16 [stage][32][576 + pad]
+  union alignas(16) {
+    uint16_t p[kHeads * kPPitch];                       // mma.sync: P, bf16 [16][64 + pad]
+    uint8_t pt_raw[kPtBytes + kSwizzleAlign];           // wgmma: P^T, one swizzled block
+  };
+  int32_t slots[kMaxTopk];                              // this CTA's compacted slots
+
+  // The swizzled wgmma operands start on 1024-byte boundaries (the swizzle atom).
+  MLAKIT_HOST_DEVICE uint8_t* qt() { return align_up(qt_raw); }
+  MLAKIT_HOST_DEVICE uint8_t* pt() { return align_up(pt_raw); }
+  MLAKIT_HOST_DEVICE static uint8_t* align_up(uint8_t* p) {
+    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + kSwizzleAlign - 1) / kSwizzleAlign *
+                                      kSwizzleAlign);
+  }
+};
+
+// The instantiated (ring stages, producer warps) pairs: the one list of the launcher, the
+// validation and the tuner's search space. Stages must be a multiple of the producer count (each
+// ring buffer belongs to one producer warp).
+struct Pipe {
+  int stages, producers;
+};
+constexpr Pipe kPipeChoices[] = {{3, 1}, {4, 1}, {5, 1}, {4, 2}, {4, 4}};
+constexpr Pipe kDefaultPipe = {4, 2};
+constexpr bool is_instantiated(Pipe pipe) {
+  for (const Pipe& c : kPipeChoices)
+    if (c.stages == pipe.stages && c.producers == pipe.producers) return true;
+  return false;
+}
+static_assert(is_instantiated(kDefaultPipe), "the default pipe must be instantiated");
+
+// Shared memory of a ring depth (0 when no instantiation has it).
+constexpr size_t smem_bytes(int stages) {
+  switch (stages) {
+    case 3: return sizeof(SmemPlan<3>);
+    case 4: return sizeof(SmemPlan<4>);
+    case 5: return sizeof(SmemPlan<5>);
+    default: return 0;
+  }
+}
+// The register need of each MMA path as ptxas reports it (sm_90a, nvcc 13.0); the registry entry
+// reads the compiled kernel's instead when a GPU is present.
+constexpr int documented_registers(Mma mma) { return mma == Mma::kSync ? 219 : 199; }
+
+// Workspace: counters, then (m, l) and O partials; nothing without splits. The counters must be
+// zero before the first call (the kernel leaves them zero).
+struct WorkspaceLayout {
+  size_t counters = 0, part_ml = 0, part_o = 0, bytes = 0;
+};
+inline WorkspaceLayout workspace_layout(int num_tokens, int max_splits) {
+  WorkspaceLayout w;
+  if (max_splits <= 1) return w;
+  const auto align = [](size_t b) { return (b + 255) / 256 * 256; };
+  const size_t rows = size_t(num_tokens) * max_splits * kHeads;
+  w.counters = 0;
+  w.part_ml = align(size_t(num_tokens) * 2 * sizeof(uint32_t));
+  w.part_o = w.part_ml + align(rows * 2 * sizeof(float));
+  w.bytes = w.part_o + rows * kDimV * sizeof(float);
+  return w;
+}
+
+}  // namespace mlakit::dsa_v2
