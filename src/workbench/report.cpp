@@ -126,6 +126,8 @@ json::Value to_json(const BenchRecord& r) {
   } else {
     v.set("verified", nullptr).set("max_abs_err_output", nullptr).set("max_abs_err_lse", nullptr);
   }
+  if (r.floor_us > 0) v.set("floor", r.floor_key).set("floor_us", round_to(r.floor_us, 3));
+  else v.set("floor", nullptr).set("floor_us", nullptr);
   return v;
 }
 
@@ -152,7 +154,8 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where)
                     dbl("gbps", &r->gbps), dbl("tflops", &r->tflops),
                     dbl("ceiling_gbps", &r->ceiling_gbps), dbl("pct_of_ceiling", &r->pct_of_ceiling),
                     dbl("max_abs_err_output", &r->max_abs_err_output),
-                    dbl("max_abs_err_lse", &r->max_abs_err_lse)})
+                    dbl("max_abs_err_lse", &r->max_abs_err_lse), str("floor", &r->floor_key),
+                    dbl("floor_us", &r->floor_us)})
     MLAKIT_RETURN_IF_ERROR(st);
   if (const json::Value* m = v.find("verified"); m && !m->is_null()) {
     MLAKIT_RETURN_IF_ERROR(json::get_bool(v, "verified", &r->verified, where));
@@ -165,7 +168,7 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where)
 std::string csv_header() {
   return "git,time,kernel,tiling,suite,workload,shape,T,device,sm_clock_mhz,throttle,method,iters,"
          "median_us,p10_us,p90_us,mean_us,host_us,bytes,flops,gbps,tflops,ceiling_gbps,"
-         "pct_of_ceiling,verified,max_abs_err_output,max_abs_err_lse,op";
+         "pct_of_ceiling,verified,max_abs_err_output,max_abs_err_lse,op,floor,floor_us";
 }
 
 std::string to_csv_row(const BenchRecord& r) {
@@ -177,7 +180,7 @@ std::string to_csv_row(const BenchRecord& r) {
       format_fixed(r.tflops, 3), format_fixed(r.ceiling_gbps, 1), format_fixed(r.pct_of_ceiling, 2),
       r.verify_ran ? (r.verified ? "true" : "false") : "",
       r.verify_ran ? format_sci(r.max_abs_err_output, 3) : "", r.verify_ran ? format_sci(r.max_abs_err_lse, 3) : "",
-      r.op};
+      r.op, r.floor_key, r.floor_us > 0 ? format_fixed(r.floor_us, 3) : ""};
   std::string row;
   for (size_t i = 0; i < f.size(); ++i) {
     if (i) row += ',';

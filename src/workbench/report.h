@@ -46,6 +46,9 @@ struct BenchRecord {
   // an op without such an output.
   double max_abs_err_output = 0;
   double max_abs_err_lse = 0;
+  // The op's gather floor timed on the same workload in the same run (0 / "" = not timed).
+  std::string floor_key;
+  double floor_us = 0;
 };
 
 // What ran: the run's title (a suite, a trace, one shape), the op, the plan's kernel and tiling.

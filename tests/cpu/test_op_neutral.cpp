@@ -366,7 +366,8 @@ TEST(OpNeutral, BenchRecordsOfAnyOp) {
   EXPECT_DOUBLE_EQ(r.gbps, 4.0 * 16 * 4 * 8 / 2e3);
   EXPECT_TRUE(to_json(r)["max_abs_err_lse"].is_null());  // the op has no lse
   const std::string row = to_csv_row(r);
-  EXPECT_EQ(row.substr(row.size() - 6), ",scale") << row;
+  EXPECT_EQ(row.substr(row.size() - 8), ",scale,,") << row;  // then floor and floor_us: none timed
+  EXPECT_TRUE(to_json(r)["floor_us"].is_null());
 }
 
 class OpNeutralTuneCache : public ::testing::Test {

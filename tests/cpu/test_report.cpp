@@ -125,6 +125,21 @@ TEST(BenchRecordTest, JsonRoundTrip) {
     EXPECT_TRUE(v.contains(key)) << key;
 }
 
+TEST(BenchRecordTest, TheFloorOfTheSameRunRoundTrips) {
+  BenchRecord r = sample_record("serving-T16", 20.5);
+  r.floor_key = "dsa_decode.floor_gather.bf16";
+  r.floor_us = 14.6874;
+  json::Value parsed;
+  ASSERT_TRUE(json::parse(to_json(r).dump(), &parsed).is_ok());
+  BenchRecord back;
+  ASSERT_TRUE(from_json(parsed, &back).is_ok());
+  EXPECT_EQ(back.floor_key, r.floor_key);
+  EXPECT_DOUBLE_EQ(back.floor_us, 14.687);
+  const std::string row = to_csv_row(r);
+  EXPECT_EQ(row.substr(row.size() - 36), ",dsa_decode.floor_gather.bf16,14.687") << row;
+  EXPECT_EQ(csv_header().substr(csv_header().size() - 18), ",op,floor,floor_us");
+}
+
 TEST(BenchRecordTest, UnverifiedRecordsWriteNulls) {
   BenchRecord r = sample_record("w", 5);
   r.verify_ran = false;

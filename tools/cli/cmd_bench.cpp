@@ -25,6 +25,7 @@ struct SuiteOptions {
   bool verify = true;
   bool time = true;
   bool explain = false;
+  bool floor = true;  // time the op's gather floor beside the kernel (bench, run)
   TimingConfig timing;
   ProfMode prof = ProfMode::kDisabled;
   std::string out_dir = "out";  // bench.jsonl + bench.csv are appended here ("" = none)
@@ -38,11 +39,17 @@ struct SuiteRun {
   PlanTarget target;
   std::vector<BenchPlan> plans;    // per workload
   std::vector<Status> plan_status;  // per workload: why it has no plan
+  // The op's gather floor, timed on every workload in the same run (span / floor in the table);
+  // a workload the floor cannot plan has no floor figure.
+  const KernelEntry* floor = nullptr;
+  std::vector<BenchPlan> floor_plans;
 };
 
 struct Totals {
   int workloads = 0, failed = 0, errors = 0;
   double span_sum_us = 0;
+  double floor_sum_us = 0, floored_span_sum_us = 0;  // over the workloads with a floor figure
+  int floored = 0;
   double ceiling_gbps = 0;  // measured copy ceiling, 0 = unknown
   std::vector<BenchRecord> records;
 };
@@ -67,10 +74,29 @@ int plan_workloads(SuiteRun* run) {
   return kExitOk;
 }
 
+// The op's floor (when the kernel is not one itself and --no-floor is not given), planned with its
+// default tiling for every workload of the suite.
+void plan_floors(SuiteRun* run) {
+  const KernelInfo& k = run->kernel.info();
+  if (!run->o.time || !run->o.floor || k.floor || k.heads.empty()) return;
+  run->floor = floor_kernel(k.op, k.dtype, k.heads.front());
+  PlanTarget target;
+  if (run->floor == nullptr || !plan_target(*run->floor, run->target.device(), &target).is_ok()) {
+    run->floor = nullptr;
+    return;
+  }
+  for (size_t i = 0; i < run->suite.size(); ++i) {
+    BenchPlan plan;
+    if (!run->suite.plan(i, target, nullptr, &plan).is_ok()) plan = BenchPlan{};
+    run->floor_plans.push_back(std::move(plan));
+  }
+}
+
 void print_gpu_header(bool time) {
   if (time)
-    std::printf("%-12s %3s %6s %-12s %9s %9s %9s %8s %6s %9s %9s %s\n", "workload", "T", "slots",
-                "tiling", "span_us", "p90_us", "host_us", "GB/s", "%ceil", "err_out", "err_lse", "check");
+    std::printf("%-12s %3s %6s %-14s %9s %9s %9s %8s %6s %9s %7s %9s %9s %s\n", "workload", "T", "slots",
+                "tiling", "span_us", "p90_us", "host_us", "GB/s", "%ceil", "floor_us", "x_floor", "err_out",
+                "err_lse", "check");
   else
     std::printf("%-12s %3s %6s %-12s %9s %9s %s\n", "workload", "T", "slots", "tiling", "err_out",
                 "err_lse", "check");
@@ -85,10 +111,14 @@ void print_row(const SuiteOptions& o, const WorkloadInfo& w, const BenchPlan& pl
                const TimingResult& t, const BenchRecord* rec) {
   const std::string check = o.verify ? v.verdict() : "-";
   const std::string err_out = o.verify ? max_err(v, "output") : "-", err_lse = o.verify ? max_err(v, "lse") : "-";
-  if (rec)
-    std::printf("%-12s %3d %6lld %-12s %9.2f %9.2f %9.2f %8.0f %6.1f %9s %9s %s\n", w.name.c_str(), w.num_tokens,
-                (long long)w.cost.rows, plan.tiling().c_str(), t.median_us, t.p90_us, t.host_us, rec->gbps,
-                rec->pct_of_ceiling, err_out.c_str(), err_lse.c_str(), check.c_str());
+  if (rec) {
+    const std::string floor_us = rec->floor_us > 0 ? format_fixed(rec->floor_us, 2) : "-";
+    const std::string x_floor = rec->floor_us > 0 ? format_fixed(t.median_us / rec->floor_us, 2) : "-";
+    std::printf("%-12s %3d %6lld %-14s %9.2f %9.2f %9.2f %8.0f %6.1f %9s %7s %9s %9s %s\n", w.name.c_str(),
+                w.num_tokens, (long long)w.cost.rows, plan.tiling().c_str(), t.median_us, t.p90_us, t.host_us,
+                rec->gbps, rec->pct_of_ceiling, floor_us.c_str(), x_floor.c_str(), err_out.c_str(),
+                err_lse.c_str(), check.c_str());
+  }
   else
     std::printf("%-12s %3d %6lld %-12s %9s %9s %s\n", w.name.c_str(), w.num_tokens, (long long)w.cost.rows,
                 plan.tiling().c_str(), err_out.c_str(), err_lse.c_str(), check.c_str());
@@ -127,7 +157,18 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
   const BenchRun what{run.suite.title(), run.suite.op(), plan.kernel_key(), plan.tiling()};
   totals->records.push_back(
       make_bench_record(what, w, facts, t, o.timing.iters, o.verify ? &v : nullptr, totals->ceiling_gbps));
-  print_row(o, w, plan, v, t, &totals->records.back());
+  BenchRecord& rec = totals->records.back();
+  if (run.floor && !run.floor_plans[i].empty()) {
+    TimingResult ft;
+    if (session.time(run.floor_plans[i], timing, &ft).is_ok()) {
+      rec.floor_key = run.floor_plans[i].kernel_key();
+      rec.floor_us = ft.median_us;
+      totals->floor_sum_us += ft.median_us;
+      totals->floored_span_sum_us += t.median_us;
+      ++totals->floored;
+    }
+  }
+  print_row(o, w, plan, v, t, &rec);
 }
 
 // No usable GPU: the CPU reference on every workload (what can run here).
@@ -188,6 +229,10 @@ int run_gpu(const SuiteRun& run) {
   if (o.time && totals.workloads > totals.errors)
     std::printf("mean span over %d workloads: %.2f us\n", totals.workloads - totals.errors,
                 totals.span_sum_us / (totals.workloads - totals.errors));
+  if (totals.floored > 0)
+    std::printf("gather floor (%s) over %d workloads: mean %.2f us; mean span / mean floor %.2f\n",
+                run.floor->info().key.c_str(), totals.floored, totals.floor_sum_us / totals.floored,
+                totals.floored_span_sum_us / totals.floor_sum_us);
   std::printf("%d workloads, %d failed verification, %d errors\n", totals.workloads, totals.failed,
               totals.errors);
   return totals.failed || totals.errors ? kExitFailure : kExitOk;
@@ -201,7 +246,7 @@ int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
     return fail(suite.title() + ": no registered " + suite.op() + " kernel runs its first workload (" +
                     (suite.size() ? suite.info(0).shape : std::string("no workloads")) + ")",
                 kExitFailure);
-  SuiteRun run{o, suite, *kernel, {}, {}, {}};
+  SuiteRun run{o, suite, *kernel, {}, {}, {}, nullptr, {}};
   const Status gate = plan_target(*kernel, -1, &run.target);
   if (gate.is_ok() || o.tiling) {
     if (!gate.is_ok()) {
@@ -209,14 +254,17 @@ int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
     }
     if (int rc = plan_workloads(&run); rc != kExitOk) return rc;
   }
-  if (gate.is_ok()) return run_gpu(run);
+  if (gate.is_ok()) {
+    plan_floors(&run);
+    return run_gpu(run);
+  }
   std::printf("%s\nGPU kernels skipped: %s\nShowing the CPU reference (fp64) on %s instead.\n\n",
               suite.title().c_str(), gate.message().c_str(), suite.title().c_str());
   return run_cpu_reference(suite, o.seed);
 }
 
 const std::set<std::string> kCommonOptions = {"kernel", "tiling", "seed", "seeds", "warmup", "iters", "explain",
-                                              "out", "prof", "prof-kernel", "prof-skip", "prof-count"};
+                                              "out", "prof", "prof-kernel", "prof-skip", "prof-count", "no-floor"};
 
 void read_common(Args& args, SuiteOptions* o) {
   if (auto t = args.get("tiling")) o->tiling = *t;
@@ -225,6 +273,7 @@ void read_common(Args& args, SuiteOptions* o) {
   o->timing.warmup = int(args.get_int("warmup", 10, 0, 100000));
   o->timing.iters = int(args.get_int("iters", 50, 1, 100000));
   o->explain = args.has("explain");
+  o->floor = !args.has("no-floor");
   o->out_dir = args.get_or("out", "out");
   if (Status s = parse_prof_mode(args.get_or("prof", "disabled"), &o->prof); !s.is_ok()) args.error("--prof: " + s.message());
 }
@@ -257,6 +306,12 @@ int reexec_ncu(Args& args, const OpBench& op) {
   return code;
 }
 
+// A gather floor computes nothing: asking to verify one (`what`: "verify", "--check") is an error.
+void check_floor_verify(Args& args, const SuiteOptions& o, const std::string& what) {
+  if (!what.empty() && o.sel.kernel && o.sel.kernel->info().floor)
+    args.error(what + ": " + o.sel.kernel->info().key + " is a gather floor; it computes nothing to verify");
+}
+
 Status load_suite_or_trace(Args& args, const SuiteOptions& o, std::unique_ptr<BenchSuite>* out) {
   if (auto dir = args.get("trace")) return o.sel.op->load_trace(*dir, args.get_or("definition", ""), o.seed, out);
   const std::vector<std::string> suites = o.sel.op->suite_names();
@@ -274,6 +329,8 @@ int suite_command(Args& args, bool time, const char* usage) {
   select_op(args, positional, args.get_or("suite", ""), &o.sel);
   read_common(args, &o);
   args.reject_unknown(known);
+  check_floor_verify(args, o, time ? "" : "verify");
+  if (o.sel.kernel && o.sel.kernel->info().floor) o.verify = false;
   if (!args.ok()) return args.fail_usage(usage);
   if (o.prof == ProfMode::kNcu) return reexec_ncu(args, *o.sel.op);
   std::unique_ptr<BenchSuite> suite;
@@ -285,12 +342,15 @@ int suite_command(Args& args, bool time, const char* usage) {
 
 const char* kBenchUsage =
     "usage: mlakit bench [OP|KERNEL] [--suite NAME | --trace DIR [--definition NAME]] [--kernel KEY]\n"
-    "                    [--tiling NAME] [--seed S] [--warmup N] [--iters N] [--no-verify] [--explain]\n\n"
+    "                    [--tiling NAME] [--seed S] [--warmup N] [--iters N] [--no-verify] [--no-floor]\n"
+    "                    [--explain]\n\n"
     "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge; a suite names\n"
     "its op) or of a FlashInfer-Trace dataset directory. Span = median GPU time of one call over\n"
     "--iters calls (cold L2 before each), host = host time of one call. Every workload is planned\n"
-    "first; a --tiling that no workload accepts exits 2 with the reason. Without an sm_90a GPU, runs\n"
-    "the CPU reference on the workloads instead.""\n\nProfiling: --prof disabled|annotation|ncu. annotation wraps each timed call in an NVTX range\n"
+    "first; a --tiling that no workload accepts exits 2 with the reason. Each workload is also timed\n"
+    "with the op's gather floor (the same rows moved into shared memory, no math): floor_us and\n"
+    "x_floor = span / floor in the table, from the same run (--no-floor skips it). Without an sm_90a\n"
+    "GPU, runs the CPU reference on the workloads instead.""\n\nProfiling: --prof disabled|annotation|ncu. annotation wraps each timed call in an NVTX range\n"
     "named after the workload; ncu re-runs the command under Nsight Compute (--clock-control none)\n"
     "with --prof-kernel REGEX (default: the op's kernels, dsa_), --prof-skip N, --prof-count N\n"
     "(default 2) and prints where the report went. Results are appended to --out DIR (default out/)\n"
@@ -307,7 +367,7 @@ int run_verify(Args& args) { return suite_command(args, false, kVerifyUsage); }
 
 const char* kRunUsage =
     "usage: mlakit run [OP|KERNEL] <shape options> [--tiling NAME] [--seed S] [--check] [--no-time]\n"
-    "                  [--explain] [--warmup N] [--iters N]\n\n"
+    "                  [--no-floor] [--explain] [--warmup N] [--iters N]\n\n"
     "Runs one synthetic shape of an op (default dsa_decode). dsa_decode's shape options:\n"
     "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V]: T tokens, each row V valid top-k\n"
     "picks (default: topk) clustered by page, the rest -1. --check verifies against the CPU\n"
@@ -338,6 +398,7 @@ int run_run(Args& args) {
   o.verify = args.has("check");
   o.time = !args.has("no-time");
   args.reject_unknown(known);
+  check_floor_verify(args, o, o.verify ? "--check" : "");
   if (!args.ok()) return args.fail_usage(kRunUsage);
   if (o.prof == ProfMode::kNcu) return reexec_ncu(args, *o.sel.op);
   std::unique_ptr<BenchSuite> suite;
@@ -348,10 +409,10 @@ int run_run(Args& args) {
 }  // namespace
 
 MLAKIT_CLI_COMMAND(bench, "bench", "verify and time a kernel on a suite or a trace", kBenchUsage,
-                   run_bench, {"no-verify", "explain"});
+                   run_bench, {"no-verify", "explain", "no-floor"});
 MLAKIT_CLI_COMMAND(verify, "verify", "check a kernel against the CPU reference on a suite", kVerifyUsage,
-                   run_verify, {"explain"});
+                   run_verify, {"explain", "no-floor"});
 MLAKIT_CLI_COMMAND(run, "run", "run one shape (the workbench's single-shape command)", kRunUsage,
-                   run_run, {"check", "explain", "no-time"});
+                   run_run, {"check", "explain", "no-time", "no-floor"});
 
 }  // namespace mlakit::cli

@@ -29,8 +29,12 @@ int run_list(Args& args) {
     std::string defaults;
     for (int h : i.heads)
       if (default_kernel(i.op, i.dtype, h) == k) defaults += (defaults.empty() ? "" : ", ") + std::to_string(h);
-    std::printf("    %s (rank %d%s)\n", i.description.c_str(), i.rank,
-                defaults.empty() ? "" : ("; the default for " + i.dtype + " with " + defaults + " heads").c_str());
+    if (i.floor)
+      std::printf("    %s (the %s gather floor: bench times it beside every %s kernel)\n", i.description.c_str(),
+                  i.op.c_str(), i.op.c_str());
+    else
+      std::printf("    %s (rank %d%s)\n", i.description.c_str(), i.rank,
+                  defaults.empty() ? "" : ("; the default for " + i.dtype + " with " + defaults + " heads").c_str());
   }
   std::printf("\nops and their suites:\n");
   for (const OpBench* op : op_benches()) {
