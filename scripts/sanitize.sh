@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # compute-sanitizer memcheck, racecheck, initcheck and synccheck over small shapes that cover every
-# code path of the DSA kernels: split + merge, fused epilogue, one stage, empty rows, page size 1.
+# code path of the DSA kernels (v1: split + merge kernel, fused epilogue, one stage; v2: rows split
+# and merged in-kernel, one CTA per row, every gather, both MMA paths; the gather floor; empty
+# rows, page size 1), then the binding's CUDA-graph tests (capture, replay on new inputs) under
+# memcheck and racecheck when PyTorch is there.
 set -uo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -13,22 +16,56 @@ if ! ./"$BUILD"/mlakit list | grep -q "runnable on"; then
   echo "[sanitize] no runnable sm_90a device here; nothing to sanitize"
   exit 0
 fi
+V1=dsa_decode.v1_splitk.bf16
+V2=dsa_decode.v2_fused.bf16
+FLOOR=dsa_decode.floor_gather.bf16
 shapes=(
-  "--t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n64x2m4"
-  "--t 2 --topk 256 --num-pages 64 --tiling s1n64x1m4"
-  "--t 2 --topk 2048 --num-pages 128 --tiling s1n64x2m4"
-  "--t 2 --topk 256 --num-pages 64 --valid 0 --tiling s4n64x2m8"
-  "--t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n64x2m16"
+  # v1_splitk: split + PDL merge, one stage, fused epilogue, empty rows, page size 1
+  "$V1 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n64x2m4"
+  "$V1 --t 2 --topk 256 --num-pages 64 --tiling s1n64x1m4"
+  "$V1 --t 2 --topk 2048 --num-pages 128 --tiling s1n64x2m4"
+  "$V1 --t 2 --topk 256 --num-pages 64 --valid 0 --tiling s4n64x2m8"
+  "$V1 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n64x2m16"
+  # v2_fused: split rows merged in-kernel by the row's CTAs (default gather and pipe), one CTA
+  # per row, empty rows, page size 1, every gather, the wgmma path, one producer warp
+  "$V2 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n32x4m1p2"
+  "$V2 --t 2 --topk 2048 --num-pages 128 --tiling s1n64x4m1p2"
+  "$V2 --t 2 --topk 256 --num-pages 64 --valid 0 --tiling s4n64x4m1p2"
+  "$V2 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n32x4m1p2"
+  "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x3m1g1"
+  "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x5m1g2"
+  "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x4m1p4w1"
+  # the gather floor (nothing to check: one timed call): ring and register kernels
+  "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2"
+  "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1g3"
 )
 fail=0
 for tool in memcheck racecheck initcheck synccheck; do
   for shape in "${shapes[@]}"; do
-    if "$SAN" --tool "$tool" --error-exitcode 99 ./"$BUILD"/mlakit run $shape --check --no-time >/tmp/mlakit_san.log 2>&1; then
+    case "$shape" in
+      "$FLOOR "*) how="--warmup 0 --iters 1" ;;  # nothing to check: one timed call
+      *) how="--check --no-time" ;;
+    esac
+    if MLAKIT_TIMER=events "$SAN" --tool "$tool" --error-exitcode 99 ./"$BUILD"/mlakit run $shape $how --no-floor \
+        --out "" >/tmp/mlakit_san.log 2>&1; then
       echo "[sanitize] $tool clean: $shape"
     else
       echo "[sanitize] $tool FAILED: $shape"; tail -n 30 /tmp/mlakit_san.log; fail=1
     fi
   done
 done
+# The binding's CUDA graphs: capture and replay on new inputs of the single-launch path.
+if [ -d "$BUILD/python/mlakit" ] && PYTHONPATH="$PWD/$BUILD/python" python3 -c "import torch, mlakit" 2>/dev/null; then
+  for tool in memcheck racecheck; do
+    if PYTHONPATH="$PWD/$BUILD/python" "$SAN" --tool "$tool" --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider \
+        python/tests/test_gpu.py -k "graph" >/tmp/mlakit_san.log 2>&1; then
+      echo "[sanitize] $tool clean: pytest -k graph ($(tail -n 1 /tmp/mlakit_san.log))"
+    else
+      echo "[sanitize] $tool FAILED: pytest -k graph"; tail -n 30 /tmp/mlakit_san.log; fail=1
+    fi
+  done
+else
+  echo "[sanitize] binding or PyTorch not importable: the CUDA-graph tests were not sanitized"
+fi
 [ $fail -eq 0 ] && echo "[sanitize] all clean" || echo "[sanitize] problems found"
 exit $fail
