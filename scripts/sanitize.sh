@@ -35,6 +35,11 @@ shapes=(
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x3m1g1"
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x5m1g2"
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x4m1p4w1"
+  # one CTA walking 32 stages: every ring buffer refilled many times (each gather, both MMAs)
+  "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x3m1"
+  "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p2"
+  "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p2g1w1"
+  "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x5m1g2"
   # the gather floor (nothing to check: one timed call): ring and register kernels
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2"
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1g3"

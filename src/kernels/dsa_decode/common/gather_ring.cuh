@@ -5,7 +5,7 @@
 //
 // How a row (ckv 1024 B | kpe 128 B -> one 1168-byte smem row) moves, the Gather argument:
 //   kBulk     lane r issues two cp.async.bulk copies for row r; the full barrier counts their
-//             bytes (one arrival per phase: lane 0's arrive.expect_tx).
+//             bytes (32 arrivals per phase: lane 0's arrive.expect_tx and the other lanes').
 //   kCpAsync  the warp moves the stage row after row with 16-byte cp.async (lane L: chunks L and
 //             L + 32 of ckv, L < 8: chunk L of kpe); each lane's cp.async.mbarrier.arrive
 //             completes the phase (32 arrivals).
@@ -23,8 +23,10 @@
 namespace mlakit::dsa_ring {
 
 // Arrivals that complete one phase of a full barrier.
+// Every lane arrives after its own stores into the stage (the zeroed tail rows), so that each
+// store is ordered before the phase by its own thread's release.
 template <Gather G>
-constexpr uint32_t kFullArrivals = G == Gather::kBulk ? 1u : G == Gather::kCpAsync ? 32u : 33u;
+constexpr uint32_t kFullArrivals = G == Gather::kHybrid ? 33u : 32u;
 
 // Where the producer reads rows: base pointers, slot strides in bf16 elements, and the L2
 // policy of the reads (rows are read once: kernels::L2Evict::kFirst).
@@ -90,6 +92,7 @@ __device__ __forceinline__ void fill_stage(const RowSource& src, const int32_t* 
     __syncwarp();  // the zeros are ordered before lane 0's release-arrive below
     const uint32_t bytes = uint32_t(rows) * (kBulkKpe ? kRowBytes : kCkvBytes);
     if (lane == 0) kernels::mbar_arrive_expect_tx(full, bytes);
+    else if constexpr (kBulkKpe) kernels::mbar_arrive(full);
     if (lane < rows) {
       const int64_t slot = slots[lane];
       kernels::bulk_copy_g2s(dst + lane * kKvPitch, src.ckv + slot * src.ckv_stride, kCkvBytes, full, src.policy);

@@ -185,10 +185,17 @@ __device__ void reduce_row_sums(Smem& s, const RowState& st, float (&l_total)[2]
   }
 }
 
+// Hands the tile's stages back to the producers: every consumer thread arrives once it has
+// finished its own reads of them (kConsumerThreads arrivals per phase).
+template <class Smem>
+__device__ __forceinline__ void release_tile(Smem& s, int b0, int b1, bool two) {
+  mbar_arrive(&s.empty[b0]);
+  if (two) mbar_arrive(&s.empty[b1]);
+}
+
 // The consumer warps' loop over the CTA's `count` slots: tiles of two ring stages.
 template <int Stages, class Smem>
 __device__ void consume_rows(Smem& s, int count, float scale_log2, RowState& st, float (&o)[kOTiles][4]) {
-  const int lane = threadIdx.x % 32;
   uint32_t qa[kQkSteps][4];
   mbar_wait(&s.q_full, 0);
   load_q_fragments(s.q, qa);
@@ -205,11 +212,7 @@ __device__ void consume_rows(Smem& s, int count, float scale_log2, RowState& st,
     float alpha[2];
     online_softmax(s, tile.rows, scale_log2, st, alpha);
     pv_mma(s.p, tile, alpha, o);
-    __syncwarp();
-    if (lane == 0) {
-      mbar_arrive(&s.empty[b0]);
-      if (two) mbar_arrive(&s.empty[b1]);
-    }
+    release_tile(s, b0, b1, two);
   }
 }
 

@@ -218,7 +218,6 @@ __device__ __forceinline__ void pv_wgmma(const uint8_t* pt, const Tile& tile, co
 // The consumer warpgroup's loop (wgmma path). Leaves O^T in `o` and the lane's head state in `st`.
 template <int Stages, class Smem>
 __device__ void consume_rows_wgmma(Smem& s, int count, float scale_log2, HeadState& st, float (&o)[kOBlocks][8]) {
-  const int lane = threadIdx.x % 32;
   mbar_wait(&s.q_full, 0);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async wrote Q^T; wgmma reads it
   consumer_sync();
@@ -235,10 +234,7 @@ __device__ void consume_rows_wgmma(Smem& s, int count, float scale_log2, HeadSta
     softmax_wgmma(s, sacc, tile.rows, scale_log2, st, alpha);
     pv_wgmma(s.pt(), tile, alpha, o);
     consumer_sync();  // every warp's wgmmas have read P^T before the next tile rewrites it
-    if (lane == 0) {
-      mbar_arrive(&s.empty[b0]);
-      if (two) mbar_arrive(&s.empty[b1]);
-    }
+    release_tile(s, b0, b1, two);
   }
 }
 

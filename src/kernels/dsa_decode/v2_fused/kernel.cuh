@@ -29,7 +29,7 @@ template <Gather G, class Smem>
 __device__ void init_barriers(Smem& s) {
   if (threadIdx.x != 0) return;
   for (auto& b : s.full) mbar_init(&b, kFullArrivals<G>);
-  for (auto& b : s.empty) mbar_init(&b, kConsumerWarps);
+  for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);  // every consumer thread releases
   mbar_init(&s.q_full, 32);  // one warp's cp.async arrivals
   mbar_fence_init();
 }
@@ -148,62 +148,52 @@ __device__ void leave_row(uint32_t* counters, int splits) {
 }
 
 // Split s merges output chunks [s * 1024 / splits, (s + 1) * 1024 / splits) of the row, a chunk
-// being 8 dims of one head: O = sum_j w_j O_j / sum_j w_j l_j with w_j = 2^(m_j - M), j in order.
-// The (m, l) of every split are staged in smem by all threads at once, and each chunk's partials
-// are loaded kMergeBatch splits at a time, so that L2 latency is paid per batch, not per split.
+// being 8 dims of one head, straight from the (L2-resident) partials, one thread per chunk and no
+// shared memory: one pass over the splits in order with a running max M, the partials of
+// kMergeBatch splits loaded together (L2 latency per batch, not per split), and
+// O = sum_j 2^(m_j - M) O_j / sum_j 2^(m_j - M) l_j rescaled whenever M grows. Every thread of a
+// head sees the same splits in the same order: the result is deterministic.
 constexpr int kMergeBatch = 8;
-template <class Smem>
-__device__ void merge_splits(const Params& p, Smem& s, int t, int split, int splits) {
+__device__ void merge_splits(const Params& p, int t, int split, int splits) {
   constexpr int kChunks = kHeads * kDimV / 8;
-  float2* ml = reinterpret_cast<float2*>(&s.ring[0][0]);         // [splits][16]; the ring is idle
-  float* w = reinterpret_cast<float*>(ml + kMaxSplits * kHeads);  // [splits][16] weights
-  float* inv_l = w + kMaxSplits * kHeads;                         // [16]
-  float* lse = inv_l + kHeads;                                    // [16]
-  const float2* part_ml = p.part_ml + int64_t(t) * p.max_splits * kHeads;
-  for (int i = threadIdx.x; i < splits * kHeads; i += blockDim.x) ml[i] = part_ml[i];
-  __syncthreads();
-  if (threadIdx.x < kHeads) {
-    const int h = threadIdx.x;
-    float m_max = -INFINITY, l_sum = 0.f;
-    for (int j = 0; j < splits; ++j) m_max = fmaxf(m_max, ml[j * kHeads + h].x);
-    for (int j = 0; j < splits; ++j) {
-      const float2 v = ml[j * kHeads + h];
-      const float wj = v.y > 0.f ? exp2f(v.x - m_max) : 0.f;
-      w[j * kHeads + h] = wj;
-      l_sum += wj * v.y;
-    }
-    inv_l[h] = l_sum > 0.f ? 1.f / l_sum : 0.f;
-    lse[h] = l_sum > 0.f ? m_max + log2f(l_sum) : -INFINITY;
-  }
-  __syncthreads();
+  const float2* ml = p.part_ml + int64_t(t) * p.max_splits * kHeads;
   const float* part = p.part_o + int64_t(t) * p.max_splits * kHeads * kDimV;
   const int end = (split + 1) * kChunks / splits;
   for (int c = split * kChunks / splits + threadIdx.x; c < end; c += blockDim.x) {
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
-    float acc[8] = {};
+    float acc[8] = {}, m_run = -INFINITY, l_run = 0.f;
     for (int j0 = 0; j0 < splits; j0 += kMergeBatch) {
       float4 a[kMergeBatch], b[kMergeBatch];
+      float2 v[kMergeBatch];
 #pragma unroll
       for (int u = 0; u < kMergeBatch; ++u) {  // all loads of the batch first
+        const bool in = j0 + u < splits;
         const float4* src = reinterpret_cast<const float4*>(part + ((j0 + u) * kHeads + h) * kDimV + d0);
-        a[u] = j0 + u < splits ? src[0] : float4{};
-        b[u] = j0 + u < splits ? src[1] : float4{};
+        a[u] = in ? src[0] : float4{};
+        b[u] = in ? src[1] : float4{};
+        v[u] = in ? ml[(j0 + u) * kHeads + h] : float2{};
       }
 #pragma unroll
       for (int u = 0; u < kMergeBatch; ++u) {
-        const float wj = j0 + u < splits ? w[(j0 + u) * kHeads + h] : 0.f;
-        acc[0] += wj * a[u].x, acc[1] += wj * a[u].y, acc[2] += wj * a[u].z, acc[3] += wj * a[u].w;
-        acc[4] += wj * b[u].x, acc[5] += wj * b[u].y, acc[6] += wj * b[u].z, acc[7] += wj * b[u].w;
+        if (!(v[u].y > 0.f)) continue;  // past the row's splits (l = 0 there too)
+        const float m_new = fmaxf(m_run, v[u].x);
+        const float keep = exp2f(m_run - m_new), w = exp2f(v[u].x - m_new);  // exp2(-inf) = 0
+        l_run = l_run * keep + w * v[u].y;
+        acc[0] = acc[0] * keep + w * a[u].x, acc[1] = acc[1] * keep + w * a[u].y;
+        acc[2] = acc[2] * keep + w * a[u].z, acc[3] = acc[3] * keep + w * a[u].w;
+        acc[4] = acc[4] * keep + w * b[u].x, acc[5] = acc[5] * keep + w * b[u].y;
+        acc[6] = acc[6] * keep + w * b[u].z, acc[7] = acc[7] * keep + w * b[u].w;
+        m_run = m_new;
       }
     }
-    const float inv = inv_l[h];
+    const float inv = l_run > 0.f ? 1.f / l_run : 0.f;
     uint4 packed;
     packed.x = pack_bf16x2(acc[0] * inv, acc[1] * inv);
     packed.y = pack_bf16x2(acc[2] * inv, acc[3] * inv);
     packed.z = pack_bf16x2(acc[4] * inv, acc[5] * inv);
     packed.w = pack_bf16x2(acc[6] * inv, acc[7] * inv);
     *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(t) * kHeads + h) * kDimV + d0) = packed;
-    if (d0 == 0) p.io.lse[t * kHeads + h] = lse[h];
+    if (d0 == 0) p.io.lse[t * kHeads + h] = l_run > 0.f ? m_run + log2f(l_run) : -INFINITY;
   }
 }
 
@@ -258,7 +248,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
   if (rs.splits == 1) return;
   uint32_t* counters = p.counters + 2 * t;
   wait_for_row(&counters[0], rs.splits);
-  merge_splits(p, s, t, split, rs.splits);
+  merge_splits(p, t, split, rs.splits);
   leave_row(counters, rs.splits);
 }
 
