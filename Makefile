@@ -30,7 +30,7 @@ build-cli: deps configure
 	cmake --build $(BUILD) -j $(JOBS) --target mlakit_cli
 
 run: build-cli
-	./$(BUILD)/mlakit bench --suite $(SUITE)
+	$(abspath $(BUILD))/mlakit bench --suite $(SUITE)
 
 test: build
 	@bash scripts/run_ctest.sh $(BUILD)
