@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the pytest suites: python/tests (the binding, against the module built in the CMake tree)
 # and tests/python (the workbench's Python scripts; they need no binding). Skipped tests are
-# listed with their reasons (-rs: one line per reason and place).
+# summed up with one line per reason (tests/pytest_plugins/skip_summary.py).
 set -uo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -13,6 +13,7 @@ else
   echo "[python] the binding was not built (nanobind missing?); python/tests not run"
 fi
 export MLAKIT_BUILD_DIR="$PWD/$BUILD"
+export PYTHONPATH="$PWD/tests/pytest_plugins${PYTHONPATH:+:$PYTHONPATH}"
 if ! python3 -c "import pytest" 2>/dev/null; then
   # The bootstrap's copy, only when the machine has none (it would shadow an installed one).
   export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD/.deps/python"
@@ -21,7 +22,7 @@ if ! python3 -c "import pytest" 2>/dev/null; then
     exit 0
   fi
 fi
-python3 -m pytest -q -rs "${suites[@]}"
+python3 -m pytest -q -p skip_summary "${suites[@]}"
 rc=$?
 [ $rc -eq 5 ] && { echo "[python] no tests collected"; exit 1; }
 exit $rc

@@ -78,3 +78,21 @@ def test_long_groups_are_abbreviated():
     groups = {"no CUDA device": [f"T.{i}" for i in range(10)]}
     text = ctest_skips.format_summary(groups)
     assert "T.0, T.1, T.2, ... (+7 more)" in text
+
+
+def test_pytest_skips_are_grouped_by_reason_too():
+    import sys
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pytest_plugins"))
+    import skip_summary
+
+    reports = [SimpleNamespace(nodeid=f"t.py::a{i}", longrepr=("t.py", 3, "Skipped: no torch"))
+               for i in range(5)]
+    reports.append(SimpleNamespace(nodeid="g.py::b", longrepr=("g.py", 9, "Skipped: no GPU")))
+    lines = skip_summary.summary_lines(skip_summary.group_skips(reports))
+    assert lines == ["pytest: 6 skipped",
+                     "  5 x no torch: t.py::a0, t.py::a1, t.py::a2, ... (+2 more)",
+                     "  1 x no GPU: g.py::b"]
+    assert skip_summary.summary_lines(skip_summary.group_skips([])) == []
