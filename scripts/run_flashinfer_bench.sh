@@ -90,7 +90,9 @@ SITE=""
 if ! python3 -c "import flashinfer_bench" >/dev/null 2>&1; then
   ls .whl/fib/flashinfer_bench-*.whl >/dev/null 2>&1 ||
     die "flashinfer-bench is not installed and .whl/fib/ holds no wheels: run 'make fib-wheels' where PyPI is reachable and carry .whl/ with the tree."
-  SITE=$(mktemp -d)/site
+  site_parent=$(mktemp -d)
+  trap 'rm -rf "$site_parent"' EXIT
+  SITE=$site_parent/site
 fi
 if [ $CHECK -eq 1 ]; then
   say "ready: ${gpu#ok }; flashinfer-bench $([ -n "$SITE" ] && echo "from .whl/fib/" || echo "installed")"
