@@ -33,6 +33,10 @@ if(NOT EXISTS ${MLAKIT_CUTLASS_INCLUDE}/cute/tensor.hpp)
   message(FATAL_ERROR "CUTLASS/CuTe headers missing in ${MLAKIT_CUTLASS_INCLUDE}. "
                       "Run 'make deps' (needs PyPI) or copy a filled .deps/ along with the tree.")
 endif()
+if(MLAKIT_BUILD_TESTS AND NOT EXISTS ${MLAKIT_DEPS}/googletest/CMakeLists.txt)
+  message(FATAL_ERROR "GoogleTest sources missing in ${MLAKIT_DEPS}/googletest. Run 'make deps' "
+                      "(needs Debian's googletest) or configure with -DMLAKIT_BUILD_TESTS=OFF.")
+endif()
 
 # Header-only libraries the host code moves to next (CLI11 for the CLI, nlohmann/json for the
 # JSON reader/writer, nvml.h for the NVML loader, which keeps its dlopen). Fetched and pinned by
