@@ -5,17 +5,40 @@
 #   .deps/googletest/                      GoogleTest sources (built by our CMake; the H200 has none)
 #   .deps/python/nanobind/                 nanobind (only when python3 cannot import it)
 #   .deps/python/pytest/                   pytest for the binding's tests (likewise)
+#   .deps/cli11/include/CLI/               CLI11 headers, from the pinned Debian package libcli11-dev
+#   .deps/nlohmann_json/include/nlohmann/  nlohmann/json headers, from the pinned Debian package nlohmann-json3-dev
+#   .deps/nvml/include/nvml.h              NVML's header, from the pinned nvidia-nvml-dev wheel
+#
+# CLI11, nlohmann/json and nvml.h are exposed to CMake (MLAKIT_CLI11_INCLUDE, MLAKIT_JSON_INCLUDE,
+# MLAKIT_NVML_INCLUDE and the targets mlakit::cli11, mlakit::nlohmann_json, mlakit::nvml_headers)
+# but no code uses them yet: failing to fetch them is a warning, not an error, until it does.
+#
+#   scripts/bootstrap.sh                   everything above
+#   scripts/bootstrap.sh cutlass ...       only the named parts (cutlass googletest nanobind pytest
+#                                          cli11 nlohmann_json nvml); what CMake runs when a
+#                                          configure (`pip install .` included) finds .deps/ empty
 #
 # A machine without a registry (the GPU machine) must receive a filled .deps/ with the tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEPS=.deps
 mkdir -p "$DEPS"
+PARTS=(cutlass googletest nanobind pytest cli11 nlohmann_json nvml)
 
 CUTLASS_VERSION=4.2.0.0
 CUTLASS_WHEEL=nvidia_cutlass-${CUTLASS_VERSION}-py3-none-any.whl
 CUTLASS_SHA256=f9599ada45c7bcb6bf53f7d3f0a7d154183e53451c01bfa59eecd37dd4a693f6
 NANOBIND_VERSION=3.1.0
+# Debian bookworm's packages (header-only; the .deb files are architecture "all").
+CLI11_VERSION=2.1.2+ds-1
+CLI11_SHA256=f1f6ee9ec053e0e0bcec47345e241b6a8ee006321248b4329e9ce88d2b4b64a8
+JSON_VERSION=3.11.2-2
+JSON_SHA256=ec57940def6b6186c30be0e0ee81d1e58f86d11a54a145b28686a1e3e4aae801
+# nvml.h of CUDA 13.0, the toolkit the project builds with (its driver branch, 580, is the oldest
+# the NVML loader has to serve; the header only declares, the library is dlopen'ed at run time).
+NVML_VERSION=13.0.87
+NVML_WHEEL=nvidia_nvml_dev-${NVML_VERSION}-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+NVML_SHA256=082871368275cf6620fc900f55d8eaf2563b263a38a00a5168e9650bce963ba1
 
 say() { echo "[bootstrap] $*"; }
 fail() {
@@ -24,18 +47,48 @@ fail() {
   exit 1
 }
 no_registry_hint="On a machine without a package registry, run 'make deps' where PyPI and Debian are reachable and copy the .deps/ folder along with the tree."
+warn() { echo "[bootstrap] warning: $*" >&2; }
+
+# Downloads one pinned wheel (no dependencies) into $2 and checks its sha256; returns non-zero
+# with a message on stderr when either fails.
+download_wheel() {  # name==version, dest dir, wheel file name, sha256
+  local spec=$1 dest=$2 file=$3 sha=$4
+  if ! python3 -m pip download -q --no-deps --only-binary=:all: "$spec" -d "$dest" </dev/null >"$dest/pip.log" 2>&1; then
+    cat "$dest/pip.log" >&2
+    echo "[bootstrap] could not download $spec from PyPI." >&2
+    return 1
+  fi
+  if ! echo "$sha  $dest/$file" | sha256sum -c --quiet - >/dev/null 2>&1; then
+    echo "[bootstrap] sha256 of $file does not match the pinned $sha; refusing to use it (check the pin in scripts/bootstrap.sh)." >&2
+    return 1
+  fi
+}
+
+# Downloads one pinned Debian package (apt-get download, no install) into $2 and checks its sha256.
+download_deb() {  # package, version, dest dir, sha256
+  local pkg=$1 version=$2 dest=$3 sha=$4
+  if ! (cd "$dest" && apt-get download "$pkg=$version" </dev/null >/dev/null 2>&1); then
+    command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] && apt-get update -qq </dev/null >/dev/null 2>&1 || true
+    if ! (cd "$dest" && apt-get download "$pkg=$version" </dev/null >/dev/null 2>&1); then
+      echo "[bootstrap] 'apt-get download $pkg=$version' failed (no apt, no Debian mirror, or the mirror no longer has that version: then update the pin in scripts/bootstrap.sh)." >&2
+      return 1
+    fi
+  fi
+  local deb
+  deb=$(ls "$dest"/"${pkg}"_*.deb 2>/dev/null | head -n 1)
+  if [ -z "$deb" ] || ! echo "$sha  $deb" | sha256sum -c --quiet - >/dev/null 2>&1; then
+    echo "[bootstrap] sha256 of ${deb:-the $pkg package} does not match the pinned $sha; refusing to use it." >&2
+    return 1
+  fi
+}
 
 fetch_cutlass() {
   [ -f "$DEPS/cutlass/include/cute/tensor.hpp" ] && [ -f "$DEPS/cutlass/include/cutlass/cutlass.h" ] && return 0
   say "fetching CUTLASS/CuTe headers (nvidia-cutlass==$CUTLASS_VERSION)"
   local tmp
   tmp=$(mktemp -d)
-  if ! python3 -m pip download -q --no-deps --only-binary=:all: "nvidia-cutlass==$CUTLASS_VERSION" -d "$tmp" </dev/null >"$tmp/pip.log" 2>&1; then
-    cat "$tmp/pip.log" >&2
-    fail "could not download nvidia-cutlass==$CUTLASS_VERSION from PyPI." "$no_registry_hint"
-  fi
-  echo "$CUTLASS_SHA256  $tmp/$CUTLASS_WHEEL" | sha256sum -c --quiet - ||
-    fail "sha256 of $CUTLASS_WHEEL does not match the pinned $CUTLASS_SHA256." "Refusing to use it; check the pin in scripts/bootstrap.sh."
+  download_wheel "nvidia-cutlass==$CUTLASS_VERSION" "$tmp" "$CUTLASS_WHEEL" "$CUTLASS_SHA256" ||
+    fail "CUTLASS/CuTe headers are required." "$no_registry_hint"
   python3 - "$tmp/$CUTLASS_WHEEL" "$tmp/x" <<'PY'
 import sys, zipfile
 wheel, dest = sys.argv[1], sys.argv[2]
@@ -91,7 +144,72 @@ fetch_pytest() {
   fi
 }
 
-fetch_cutlass
-fetch_googletest
-fetch_nanobind
-fetch_pytest
+fetch_cli11() {
+  [ -f "$DEPS/cli11/include/CLI/CLI.hpp" ] && return 0
+  say "fetching CLI11 headers (Debian libcli11-dev=$CLI11_VERSION)"
+  local tmp
+  tmp=$(mktemp -d)
+  if download_deb libcli11-dev "$CLI11_VERSION" "$tmp" "$CLI11_SHA256"; then
+    dpkg-deb -x "$tmp"/libcli11-dev_*.deb "$tmp/x"
+    rm -rf "$DEPS/cli11"
+    mkdir -p "$DEPS/cli11/include"
+    mv "$tmp/x/usr/include/CLI" "$DEPS/cli11/include/CLI"
+    echo "$CLI11_VERSION" >"$DEPS/cli11/VERSION"
+  else
+    warn "CLI11 not fetched (not used by the build yet)."
+  fi
+  rm -rf "$tmp"
+}
+
+fetch_nlohmann_json() {
+  [ -f "$DEPS/nlohmann_json/include/nlohmann/json.hpp" ] && return 0
+  say "fetching nlohmann/json headers (Debian nlohmann-json3-dev=$JSON_VERSION)"
+  local tmp
+  tmp=$(mktemp -d)
+  if download_deb nlohmann-json3-dev "$JSON_VERSION" "$tmp" "$JSON_SHA256"; then
+    dpkg-deb -x "$tmp"/nlohmann-json3-dev_*.deb "$tmp/x"
+    rm -rf "$DEPS/nlohmann_json"
+    mkdir -p "$DEPS/nlohmann_json/include"
+    mv "$tmp/x/usr/include/nlohmann" "$DEPS/nlohmann_json/include/nlohmann"
+    echo "$JSON_VERSION" >"$DEPS/nlohmann_json/VERSION"
+  else
+    warn "nlohmann/json not fetched (not used by the build yet)."
+  fi
+  rm -rf "$tmp"
+}
+
+fetch_nvml() {
+  [ -f "$DEPS/nvml/include/nvml.h" ] && return 0
+  say "fetching nvml.h (nvidia-nvml-dev==$NVML_VERSION)"
+  local tmp
+  tmp=$(mktemp -d)
+  if download_wheel "nvidia-nvml-dev==$NVML_VERSION" "$tmp" "$NVML_WHEEL" "$NVML_SHA256" &&
+     python3 - "$tmp/$NVML_WHEEL" "$tmp/nvml.h" <<'PY'
+import sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    names = [n for n in z.namelist() if n.endswith("/include/nvml.h")]
+    if len(names) != 1:
+        sys.exit("expected one include/nvml.h in the wheel, found %d" % len(names))
+    with open(dest, "wb") as f:
+        f.write(z.read(names[0]))
+PY
+  then
+    rm -rf "$DEPS/nvml"
+    mkdir -p "$DEPS/nvml/include"
+    mv "$tmp/nvml.h" "$DEPS/nvml/include/nvml.h"
+    echo "$NVML_VERSION" >"$DEPS/nvml/VERSION"
+  else
+    warn "nvml.h not fetched (not used by the build yet)."
+  fi
+  rm -rf "$tmp"
+}
+
+selected=("$@")
+[ ${#selected[@]} -eq 0 ] && selected=("${PARTS[@]}")
+for part in "${selected[@]}"; do
+  case " ${PARTS[*]} " in
+    *" $part "*) "fetch_$part" ;;
+    *) fail "unknown part '$part'." "Known parts: ${PARTS[*]}." ;;
+  esac
+done

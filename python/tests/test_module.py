@@ -5,6 +5,7 @@ import ast
 import inspect
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,9 @@ TENSOR_ARGS = ["q_nope", "q_pe", "ckv_cache", "kpe_cache", "sparse_indices"]
 def test_module_imports_with_version_and_entry_points():
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", mlakit.__version__)
     assert mlakit.__version__ == mlakit._C.__version__
+    # The one place the version is written: project(mlakit VERSION ...) in CMakeLists.txt.
+    cmake = (Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
+    assert re.search(r"^project\(mlakit VERSION (\S+?) ", cmake, re.M).group(1) == mlakit.__version__
     for name in ("dsa_sparse_attention", "check_indices", "plan_info", "empty_cache"):
         assert callable(getattr(mlakit, name)), name
     assert mlakit._C.cuda_runtime_version >= 12000

@@ -1,0 +1,99 @@
+"""The build setup a newcomer meets: one version, `make run` building only the CLI, ccache as the
+compiler launcher when present, the CI's check of third-party warnings in the build log."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CMAKE_VERSION = re.search(r"^project\(mlakit VERSION (\d+\.\d+\.\d+)",
+                          (ROOT / "CMakeLists.txt").read_text(), re.M).group(1)
+
+
+def test_the_version_is_written_once_and_read_everywhere():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    regex = re.search(r"^metadata\.version\.regex = '(.+)'$", pyproject, re.M).group(1)
+    assert re.search(regex, (ROOT / "CMakeLists.txt").read_text()).group("value") == CMAKE_VERSION
+    assert 'metadata.version.input = "CMakeLists.txt"' in pyproject
+    assert "@PROJECT_VERSION@" in (ROOT / "cmake" / "version.h.in").read_text()
+    assert 'MLAKIT_VERSION="${PROJECT_VERSION}"' in (ROOT / "python" / "CMakeLists.txt").read_text()
+    assert f"## {CMAKE_VERSION} - " in (ROOT / "CHANGELOG.md").read_text()
+    build = os.environ.get("MLAKIT_BUILD_DIR")
+    header = Path(build) / "include" / "mlakit" / "version.h" if build else None
+    if header is not None and header.is_file():
+        assert f'#define MLAKIT_VERSION_STRING "{CMAKE_VERSION}"' in header.read_text()
+
+
+def make_dry_run(target, build_dir):
+    # Not the flags of a make this test may run under (make test): a plain dry run.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    r = subprocess.run(["make", "--no-print-directory", "-n", target, f"BUILD={build_dir}",
+                        "JOBS=2"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return [line for line in r.stdout.splitlines() if line.strip() and not line.startswith("make")]
+
+
+def test_make_run_builds_only_the_cli(tmp_path):
+    lines = make_dry_run("run", tmp_path / "b")
+    builds = [line for line in lines if line.startswith("cmake --build")]
+    assert builds == [f"cmake --build {tmp_path / 'b'} -j 2 --target mlakit_cli"]
+    assert lines[-1] == f"{tmp_path / 'b'}/mlakit bench --suite dsa-contest"
+
+
+def test_make_test_lists_skip_reasons(tmp_path):
+    lines = make_dry_run("test", tmp_path / "b")
+    assert f"bash scripts/run_ctest.sh {tmp_path / 'b'}" in lines
+    assert f"bash scripts/test_python.sh {tmp_path / 'b'}" in lines
+    assert "-p skip_summary" in (ROOT / "scripts" / "test_python.sh").read_text()
+
+
+def test_ccache_is_the_compiler_launcher_when_it_is_on_path(tmp_path):
+    if shutil.which("cmake") is None or shutil.which("nvcc") is None:
+        pytest.skip("cmake or nvcc not found")
+    if not (ROOT / ".deps" / "cutlass" / "include" / "cute" / "tensor.hpp").is_file():
+        pytest.skip(".deps/ has no CUTLASS (run 'make deps')")
+    fake = tmp_path / "bin" / "ccache"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nexec "$@"\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    build = tmp_path / "build"
+
+    def configure(*extra):
+        r = subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build), "-DMLAKIT_BUILD_TESTS=OFF",
+                            "-DMLAKIT_BUILD_PYTHON=OFF", "-DMLAKIT_BOOTSTRAP=OFF", *extra],
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        generated = "".join(p.read_text(errors="replace") for p in build.rglob("*")
+                            if p.is_file() and p.name in ("build.ninja", "build.make"))
+        return r.stdout, generated
+
+    out, generated = configure()
+    assert f"mlakit: compiling through {fake}" in out
+    assert f"{fake} " in generated or f"{fake}\n" in generated  # the C++ and CUDA compile lines
+    out, generated = configure("-DMLAKIT_CCACHE=OFF")
+    assert "compiling through" not in out and str(fake) not in generated
+
+
+def test_the_ci_build_log_check_flags_third_party_warnings_only(tmp_path):
+    script = ROOT / "scripts" / "check_build_log.sh"
+    quiet = tmp_path / "quiet.log"
+    quiet.write_text("[1/2] Building CXX object a.o\n"
+                     "[bootstrap] warning: CLI11 not fetched (not used by the build yet).\n"
+                     "/work/src/plan/x.cpp:3:1: warning: unused variable 'y' [-Wunused-variable]\n")
+    noisy = tmp_path / "noisy.log"
+    noisy.write_text("[63/83] Building CXX object googletest/gtest-all.cc.o\n"
+                     "/usr/include/c++/12/bits/char_traits.h:431:56: warning: 'void* "
+                     "__builtin_memcpy(...)' may overlap [-Wrestrict]\n"
+                     "/x/.deps/cutlass/include/cute/tensor.hpp:9:2: warning: deprecated\n")
+    r = subprocess.run(["bash", str(script), str(quiet)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 warning from the project's own code" in r.stdout
+    r = subprocess.run(["bash", str(script), str(noisy)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "2 compiler warnings from third-party code" in r.stdout + r.stderr
