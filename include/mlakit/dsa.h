@@ -98,9 +98,10 @@ Status dsa_plan(const DsaProblem& problem, const DsaPlanOptions& options, DsaPla
 // planned one (or the same chip) and launches on `stream`; the plan's tiling is not checked again.
 // Asynchronous; never synchronizes; never allocates. `workspace` must hold
 // plan.workspace_bytes() (may be null when that is 0) and be zero-filled when first allocated
-// (cudaMemset): single-launch kernels count the arriving CTAs of a row in it and leave it zero
-// after every call, so a workspace is zeroed once and reused for any plan. A call that fails
-// mid-kernel (a device fault) leaves it undefined: zero it again.
+// (cudaMemset): single-launch kernels count the arriving CTAs of a row in its first 4 KB, which
+// every DSA kernel leaves zero after every call, so a workspace is zeroed once and reused for any
+// plan and any shape. A call that fails mid-kernel (a device fault) leaves it undefined: zero it
+// again.
 Status dsa_run(const DsaPlan& plan, const DsaTensors& tensors, void* workspace,
                size_t workspace_bytes, cudaStream_t stream);
 

@@ -170,6 +170,17 @@ def test_cuda_graph_replays_new_input_values(torch, gpu):
         check(torch, fresh, out, lse)
 
 
+def test_one_cached_workspace_serves_every_shape(torch, gpu):
+    """The binding's workspace is cached per stream and reused for every shape: a larger T splits
+    its rows in a layout whose counters must not land on an earlier call's partials (the
+    flashinfer-bench harness ran T = 16, 32, 64 in this order on one stream and caught it)."""
+    for num_tokens in (16, 32, 64, 8, 64, 2):
+        inputs = make_inputs(torch, num_tokens, num_pages=num_tokens * 33, device=gpu, seed=num_tokens)
+        out, lse = empty_outputs(torch, num_tokens, gpu)
+        mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE, out=out, lse=lse)
+        check(torch, inputs, out, lse)
+
+
 def test_cuda_graph_of_the_allocating_form(torch, gpu):
     static = make_inputs(torch, 2, device=gpu, seed=14)
     graph = torch.cuda.CUDAGraph()

@@ -116,7 +116,7 @@ TEST(Plan, SearchSpaceHoldsValidAndInvalidTilings) {
 TEST(Plan, WorkspaceOnlyForSplits) {
   EXPECT_EQ(v1().workspace_bytes(contest(128), DsaTiling{1, 64, 2, 4}), 0u);
   // 8 tokens x 16 splits x 16 heads x (512 + 2) floats
-  EXPECT_EQ(v1().workspace_bytes(contest(8), DsaTiling{16, 64, 2, 4}), size_t(8) * 16 * 16 * 514 * 4);
+  EXPECT_EQ(v1().workspace_bytes(contest(8), DsaTiling{16, 64, 2, 4}), 4096 + size_t(8) * 16 * 16 * 514 * 4);
 }
 
 TEST(ArchGate, KernelsDeclareAndCheckTheirArch) {
@@ -213,6 +213,27 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   EXPECT_GT(v2.workspace_bytes(contest(8), v2.default_tiling(contest(8), h200)), size_t(8) * 16 * 16 * 512 * 4);
 }
 
+// One workspace serves every plan of the op in turn: the counters of the single-launch kernel sit
+// in the op's fixed region, and no kernel's partials ever overlap it, whatever T and the splits.
+TEST(DsaWorkspace, NoKernelPutsPartialsOnTheCounters) {
+  const DsaKernel& v2 = *find_kernel_as<DsaKernel>("dsa_decode.v2_fused.bf16");
+  const DeviceFacts h200 = device("H200");
+  for (int t = 1; t <= 256; ++t)
+    for (const DsaKernel* k : {&v1(), &v2}) {
+      const DsaProblem p = contest(t);
+      const DsaTiling tiling = k->default_tiling(p, h200);
+      const size_t bytes = k->workspace_bytes(p, tiling);
+      if (bytes > 0) EXPECT_GT(bytes, 4096u) << k->info().key << " T=" << t;  // the region, then partials
+    }
+  DsaProblem big = contest(600);
+  DsaTiling t;
+  ASSERT_TRUE(DsaTiling::parse("s2n64x4m1p2", &t).is_ok());
+  DeviceFacts huge = h200;
+  huge.num_sms = 4096;  // co-residency would allow it: the counter region does not
+  const Status s = v2.validate(big, t, huge);
+  EXPECT_NE(s.message().find("counter region, which holds 512 tokens"), std::string::npos) << s.message();
+}
+
 TEST(V1SplitK, RejectsTheSingleLaunchFields) {
   DsaTiling t;
   ASSERT_TRUE(DsaTiling::parse("s16n64x2m4p2", &t).is_ok());
@@ -238,7 +259,7 @@ TEST(Run, BadTensorsAreReportedBeforeAnyLaunch) {
   const DsaTiling tiling{32, 64, 2, 4};
   const DsaPlan plan = dry_plan(contest(1), &tiling, "dsa_decode.v1_splitk.bf16");
   const size_t need = plan.workspace_bytes();
-  ASSERT_EQ(need, size_t(1) * 32 * 16 * 514 * 4);
+  ASSERT_EQ(need, 4096 + size_t(1) * 32 * 16 * 514 * 4);
   DsaTensors x;
   Status s = dsa_run(plan, x, nullptr, 0, nullptr);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);

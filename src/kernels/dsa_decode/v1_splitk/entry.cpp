@@ -188,7 +188,7 @@ class V1SplitK final : public DsaKernel {
     Params a{};
     a.io = x;
     const size_t rows = size_t(p.num_tokens) * splits * kHeads;
-    a.part_o = static_cast<float*>(workspace);
+    a.part_o = splits > 1 ? reinterpret_cast<float*>(static_cast<char*>(workspace) + kWorkspacePartials) : nullptr;
     a.part_m = splits > 1 ? a.part_o + rows * kDimV : nullptr;
     a.part_l = splits > 1 ? a.part_m + rows : nullptr;
     a.num_slots = p.num_slots();

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+
+#include "kernels/dsa_decode/common/workspace.h"
 #include <utility>
 
 #include "mlakit/dsa.h"
@@ -138,11 +140,13 @@ struct Params {
   float scale_log2;    // sm_scale * log2(e)
 };
 
-// Workspace: partial O, m, l for splits > 1 (nothing otherwise).
+// Workspace: partial O, m, l for splits > 1 (nothing otherwise), after the op's counter region
+// (common/workspace.h), which v1 leaves untouched so that a workspace can serve every kernel.
+constexpr size_t kWorkspacePartials = dsa_workspace::kCounterBytes;  // byte offset of part_o
 inline size_t workspace_bytes(int num_tokens, int num_splits) {
   if (num_splits <= 1) return 0;
   const size_t rows = size_t(num_tokens) * num_splits * kHeads;
-  return rows * kDimV * sizeof(float) + 2 * rows * sizeof(float);
+  return kWorkspacePartials + rows * kDimV * sizeof(float) + 2 * rows * sizeof(float);
 }
 
 }  // namespace mlakit::dsa_v1

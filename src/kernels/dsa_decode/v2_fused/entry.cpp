@@ -111,6 +111,10 @@ class V2Fused final : public DsaKernel {
   Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem("v2_fused", p, kMaxTopk));
     MLAKIT_RETURN_IF_ERROR(check_instance(t, dev));
+    if (t.num_splits > 1 && p.num_tokens > dsa_workspace::kMaxCountedTokens)
+      return dsa_ring::reject(t, "split rows count their CTAs in the workspace's counter region, which holds " +
+                                     std::to_string(dsa_workspace::kMaxCountedTokens) + " tokens; got T=" +
+                                     std::to_string(p.num_tokens) + " (use num_splits = 1)");
     return dsa_ring::check_split(p, t, dev, kMaxSplits, /*co_resident=*/true, kCtasPerSm);
   }
 

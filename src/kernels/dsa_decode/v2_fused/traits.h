@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/dsa_decode/common/row_ring.h"
+#include "kernels/dsa_decode/common/workspace.h"
 #include "mlakit/dsa.h"
 
 namespace mlakit::dsa_v2 {
@@ -127,8 +128,8 @@ constexpr size_t smem_bytes(int stages) {
 // reads the compiled kernel's instead when a GPU is present.
 constexpr int documented_registers(Mma mma) { return mma == Mma::kSync ? 219 : 199; }
 
-// Workspace: counters, then (m, l) and O partials; nothing without splits. The counters must be
-// zero before the first call (the kernel leaves them zero).
+// Workspace (common/workspace.h): the op's counter region, then (m, l) and O partials; nothing
+// without splits. The counters must be zero before the first call (the kernel leaves them zero).
 struct WorkspaceLayout {
   size_t counters = 0, part_ml = 0, part_o = 0, bytes = 0;
 };
@@ -138,10 +139,11 @@ inline WorkspaceLayout workspace_layout(int num_tokens, int max_splits) {
   const auto align = [](size_t b) { return (b + 255) / 256 * 256; };
   const size_t rows = size_t(num_tokens) * max_splits * kHeads;
   w.counters = 0;
-  w.part_ml = align(size_t(num_tokens) * 2 * sizeof(uint32_t));
+  w.part_ml = dsa_workspace::kCounterBytes;
   w.part_o = w.part_ml + align(rows * 2 * sizeof(float));
   w.bytes = w.part_o + rows * kDimV * sizeof(float);
   return w;
 }
+static_assert(dsa_workspace::kCounterBytes % 256 == 0, "the partials stay 256-byte aligned");
 
 }  // namespace mlakit::dsa_v2
