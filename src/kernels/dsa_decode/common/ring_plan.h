@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "mlakit/device.h"
 #include "mlakit/dsa.h"
@@ -28,5 +29,9 @@ int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits);
 
 // "3, 4 or 5"
 std::string or_list(const std::vector<int>& values);
+
+// The tuner's choices of a ring kernel: CTAs per row (powers of two up to max_splits) x least
+// slots per split {32, 64, 128} x every compiled pipe x `gathers`, with m = 1 and w = 0.
+std::vector<DsaTiling> ring_search_space(int max_splits, const std::vector<int>& gathers);
 
 }  // namespace mlakit::dsa_ring

@@ -39,6 +39,21 @@ static_assert((kKvPitch * 2) % 128 == 16, "the row pitch must be 16 B past a mul
 // every warp, no shared memory at all.
 enum class Gather { kHybrid = 0, kBulk = 1, kCpAsync = 2, kLdg = 3 };
 
+// The instantiated (ring stages, producer warps) pairs of the ring kernels (v2_fused and the gather
+// floor): the one list of their launchers, validation and search spaces. Stages are a multiple of
+// the producer count (each ring buffer belongs to one producer warp).
+struct Pipe {
+  int stages, producers;
+};
+constexpr Pipe kPipeChoices[] = {{3, 1}, {4, 1}, {5, 1}, {4, 2}, {4, 4}};
+constexpr Pipe kDefaultPipe = {4, 2};
+constexpr bool is_instantiated(Pipe pipe) {
+  for (const Pipe& c : kPipeChoices)
+    if (c.stages == pipe.stages && c.producers == pipe.producers) return true;
+  return false;
+}
+static_assert(is_instantiated(kDefaultPipe), "the default pipe must be instantiated");
+
 // How one token's valid slots (n after dropping padding) are cut over at most `max_splits` CTAs:
 // every split but the last holds `rows_per_split` slots, a multiple of the stage size and at
 // least `min_rows`; the number of splits follows n, so short rows use one CTA and long rows

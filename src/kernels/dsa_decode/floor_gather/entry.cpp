@@ -15,7 +15,6 @@ namespace mlakit::dsa_floor {
 namespace {
 
 constexpr int kMaxSplits = 64;
-constexpr Pipe kDefaultPipe = {4, 2};  // as v2_fused's default
 constexpr int kDefaultMinRows = 64;
 
 Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
@@ -45,16 +44,7 @@ class FloorGather final : public DsaKernel {
   }
 
   std::vector<DsaTiling> search_space(const DsaProblem&) const override {
-    std::vector<DsaTiling> out;
-    DsaTiling t{1, kDefaultMinRows, kDefaultPipe.stages, 1, kDefaultPipe.producers, 0, 0};
-    for (int s = 1; s <= kMaxSplits; s *= 2)
-      for (int rows : {32, 64, 128})
-        for (const Pipe& pipe : kPipeChoices)
-          for (int g : {int(Gather::kHybrid), int(Gather::kBulk), int(Gather::kCpAsync)}) {
-            t.num_splits = s, t.block_n = rows, t.stages = pipe.stages, t.producers = pipe.producers, t.gather = g;
-            out.push_back(t);
-          }
-    return out;
+    return dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid), int(Gather::kBulk), int(Gather::kCpAsync)});
   }
 
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {

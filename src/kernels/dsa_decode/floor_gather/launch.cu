@@ -1,29 +1,19 @@
 // floor_gather host launcher: shared-memory opt-in once per device and instantiation, one launch.
-#include <atomic>
 #include <iterator>
 #include <utility>
 
+#include "kernels/common/launch_once.h"
 #include "kernels/dsa_decode/floor_gather/kernel.cuh"
 #include "kernels/dsa_decode/floor_gather/launch.h"
 
 namespace mlakit::dsa_floor {
 namespace {
 
-constexpr int kMaxDevices = 64;
-
 template <Gather G, int Stages, int Producers>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
-  static std::atomic<bool> opted_in[kMaxDevices];
   constexpr int smem = int(sizeof(SmemPlan<Stages>));
-  const auto kernel = dsa_floor_kernel<G, Stages, Producers>;
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if (device >= kMaxDevices || !opted_in[device].load(std::memory_order_acquire)) {
-    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        e != cudaSuccess)
-      return e;
-    if (device < kMaxDevices) opted_in[device].store(true, std::memory_order_release);
-  }
+  constexpr auto kernel = dsa_floor_kernel<G, Stages, Producers>;
+  if (cudaError_t e = kernels::opt_in_smem_once<kernel>(smem); e != cudaSuccess) return e;
   kernel<<<dim3(params.max_splits, params.num_tokens), kThreadsFor<Producers>, smem, stream>>>(params);
   return cudaGetLastError();
 }

@@ -46,16 +46,6 @@ struct SmemPlan {
   int32_t slots[kMaxTopk];
 };
 
-// The instantiated (ring stages, producer warps) pairs, as in v2_fused.
-struct Pipe {
-  int stages, producers;
-};
-constexpr Pipe kPipeChoices[] = {{3, 1}, {4, 1}, {5, 1}, {4, 2}, {4, 4}};
-constexpr bool is_instantiated(Pipe pipe) {
-  for (const Pipe& c : kPipeChoices)
-    if (c.stages == pipe.stages && c.producers == pipe.producers) return true;
-  return false;
-}
 
 constexpr size_t smem_bytes(int stages) {
   switch (stages) {

@@ -185,12 +185,22 @@ __device__ void reduce_row_sums(Smem& s, const RowState& st, float (&l_total)[2]
   }
 }
 
-// Hands the tile's stages back to the producers: every consumer thread arrives once it has
-// finished its own reads of them (kConsumerThreads arrivals per phase).
-template <class Smem>
-__device__ __forceinline__ void release_tile(Smem& s, int b0, int b1, bool two) {
-  mbar_arrive(&s.empty[b0]);
-  if (two) mbar_arrive(&s.empty[b1]);
+// The consumer warps' walk over the CTA's `count` slots, whichever MMA path: each tile of two ring
+// stages is waited for (full barriers), handed to `body`, then given back to the producers; every
+// consumer thread arrives on the empty barriers once its own reads are done (kConsumerThreads
+// arrivals per phase).
+template <int Stages, class Smem, class Body>
+__device__ __forceinline__ void for_each_tile(Smem& s, int count, Body&& body) {
+  const int num_stages = (count + kStageRows - 1) / kStageRows;
+  for (int i = 0; i < num_stages; i += kTileStages) {
+    const bool two = i + 1 < num_stages;
+    const int b0 = i % Stages, b1 = (i + 1) % Stages;
+    mbar_wait(&s.full[b0], (i / Stages) & 1);
+    if (two) mbar_wait(&s.full[b1], ((i + 1) / Stages) & 1);
+    body(Tile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kTileRows, count - i * kStageRows)});
+    mbar_arrive(&s.empty[b0]);
+    if (two) mbar_arrive(&s.empty[b1]);
+  }
 }
 
 // The consumer warps' loop over the CTA's `count` slots: tiles of two ring stages.
@@ -200,20 +210,13 @@ __device__ void consume_rows(Smem& s, int count, float scale_log2, RowState& st,
   mbar_wait(&s.q_full, 0);
   load_q_fragments(s.q, qa);
   consumer_sync();  // every warp holds its Q fragments before s_part overwrites Q
-  const int num_stages = (count + kStageRows - 1) / kStageRows;
-  for (int i = 0; i < num_stages; i += kTileStages) {
-    const bool two = i + 1 < num_stages;
-    const int b0 = i % Stages, b1 = (i + 1) % Stages;
-    mbar_wait(&s.full[b0], (i / Stages) & 1);
-    if (two) mbar_wait(&s.full[b1], ((i + 1) / Stages) & 1);
-    Tile tile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kTileRows, count - i * kStageRows)};
+  for_each_tile<Stages>(s, count, [&](const Tile& tile) {
     qk_partial(&s.s_part[0][0], qa, tile);
     consumer_sync();  // all four k-quarters of S are in smem
     float alpha[2];
     online_softmax(s, tile.rows, scale_log2, st, alpha);
     pv_mma(s.p, tile, alpha, o);
-    release_tile(s, b0, b1, two);
-  }
+  });
 }
 
 }  // namespace mlakit::dsa_v2

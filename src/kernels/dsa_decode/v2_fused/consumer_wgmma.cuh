@@ -221,21 +221,14 @@ __device__ void consume_rows_wgmma(Smem& s, int count, float scale_log2, HeadSta
   mbar_wait(&s.q_full, 0);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async wrote Q^T; wgmma reads it
   consumer_sync();
-  const int num_stages = (count + kStageRows - 1) / kStageRows;
-  for (int i = 0; i < num_stages; i += kTileStages) {
-    const bool two = i + 1 < num_stages;
-    const int b0 = i % Stages, b1 = (i + 1) % Stages;
-    mbar_wait(&s.full[b0], (i / Stages) & 1);
-    if (two) mbar_wait(&s.full[b1], ((i + 1) / Stages) & 1);
-    Tile tile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kTileRows, count - i * kStageRows)};
+  for_each_tile<Stages>(s, count, [&](const Tile& tile) {
     float sacc[8];
     qk_wgmma(s.qt(), tile, sacc);
     float alpha[2][2];
     softmax_wgmma(s, sacc, tile.rows, scale_log2, st, alpha);
     pv_wgmma(s.pt(), tile, alpha, o);
     consumer_sync();  // every warp's wgmmas have read P^T before the next tile rewrites it
-    release_tile(s, b0, b1, two);
-  }
+  });
 }
 
 // Per head: the running max and the sum over the warpgroup into s.head_m / s.head_l; ends with a

@@ -90,17 +90,7 @@ class V2Fused final : public DsaKernel {
   // mma.sync (cp.async and wgmma lost everywhere they were measured: the devlog's steps 2 and 6;
   // they stay reachable with --tiling).
   std::vector<DsaTiling> search_space(const DsaProblem&) const override {
-    std::vector<DsaTiling> out;
-    DsaTiling t{1, kDefaultMinRows, kDefaultPipe.stages, 1, kDefaultPipe.producers, 0, 0};
-    for (int s = 1; s <= kMaxSplits; s *= 2)
-      for (int rows : {32, 64, 128})
-        for (const Pipe& pipe : kPipeChoices)
-          for (int g : {int(Gather::kHybrid), int(Gather::kBulk)}) {
-            t.num_splits = s, t.block_n = rows, t.stages = pipe.stages, t.producers = pipe.producers, t.gather = g;
-            t.mma = int(Mma::kSync);
-            out.push_back(t);
-          }
-    return out;
+    return dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid), int(Gather::kBulk)});
   }
 
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {

@@ -1,32 +1,23 @@
 // v2_fused host launcher: one kernel per instance (kPipeChoices x gather x MMA path), the
 // shared-memory opt-in once per device and instance, then one launch (cooperative when rows may
 // split, so that a row's CTAs are co-resident).
-#include <atomic>
 #include <iterator>
 #include <utility>
 
+#include "kernels/common/launch_once.h"
 #include "kernels/dsa_decode/v2_fused/kernel.cuh"
 #include "kernels/dsa_decode/v2_fused/launch.h"
 
 namespace mlakit::dsa_v2 {
 namespace {
 
-constexpr int kMaxDevices = 64;
 using KernelFn = void (*)(Params);
 
 template <Gather G, Mma M, int Stages, int Producers>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
-  static std::atomic<bool> opted_in[kMaxDevices];
   constexpr int smem = int(sizeof(SmemPlan<Stages>));
-  const KernelFn kernel = dsa_v2_kernel<G, M, Stages, Producers>;
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if (device >= kMaxDevices || !opted_in[device].load(std::memory_order_acquire)) {
-    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        e != cudaSuccess)
-      return e;
-    if (device < kMaxDevices) opted_in[device].store(true, std::memory_order_release);
-  }
+  constexpr KernelFn kernel = dsa_v2_kernel<G, M, Stages, Producers>;
+  if (cudaError_t e = kernels::opt_in_smem_once<kernel>(smem); e != cudaSuccess) return e;
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(params.max_splits, params.num_tokens);
   config.blockDim = dim3(kThreadsFor<Producers>);

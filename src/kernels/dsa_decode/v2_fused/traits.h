@@ -100,21 +100,6 @@ struct SmemPlan {
   }
 };
 
-// The instantiated (ring stages, producer warps) pairs: the one list of the launcher, the
-// validation and the tuner's search space. Stages must be a multiple of the producer count (each
-// ring buffer belongs to one producer warp).
-struct Pipe {
-  int stages, producers;
-};
-constexpr Pipe kPipeChoices[] = {{3, 1}, {4, 1}, {5, 1}, {4, 2}, {4, 4}};
-constexpr Pipe kDefaultPipe = {4, 2};
-constexpr bool is_instantiated(Pipe pipe) {
-  for (const Pipe& c : kPipeChoices)
-    if (c.stages == pipe.stages && c.producers == pipe.producers) return true;
-  return false;
-}
-static_assert(is_instantiated(kDefaultPipe), "the default pipe must be instantiated");
-
 // Shared memory of a ring depth (0 when no instantiation has it).
 constexpr size_t smem_bytes(int stages) {
   switch (stages) {
