@@ -34,4 +34,17 @@ std::string or_list(const std::vector<int>& values);
 // slots per split {32, 64, 128} x every compiled pipe x `gathers`, with m = 1 and w = 0.
 std::vector<DsaTiling> ring_search_space(int max_splits, const std::vector<int>& gathers);
 
+// The fields every ring kernel's Params shares (io, the shape, the row split), from a plan.
+template <class RingParams>
+RingParams ring_params(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x) {
+  RingParams a{};
+  a.io = x;
+  a.num_tokens = p.num_tokens;
+  a.topk = p.topk;
+  a.num_slots = p.num_slots();
+  a.max_splits = t.num_splits;
+  a.min_rows = t.block_n;
+  return a;
+}
+
 }  // namespace mlakit::dsa_ring

@@ -54,6 +54,24 @@ constexpr bool is_instantiated(Pipe pipe) {
 }
 static_assert(is_instantiated(kDefaultPipe), "the default pipe must be instantiated");
 
+// The shared-memory bytes of a ring kernel's plan (Plan<Stages>) for a compiled ring depth, 0 for
+// any other.
+template <template <int> class Plan>
+constexpr size_t ring_smem_bytes(int stages) {
+  switch (stages) {
+    case 3: return sizeof(Plan<3>);
+    case 4: return sizeof(Plan<4>);
+    case 5: return sizeof(Plan<5>);
+    default: return 0;
+  }
+}
+template <template <int> class Plan>
+constexpr bool covers_every_pipe() {
+  for (const Pipe& c : kPipeChoices)
+    if (ring_smem_bytes<Plan>(c.stages) == 0) return false;
+  return true;
+}
+
 // How one token's valid slots (n after dropping padding) are cut over at most `max_splits` CTAs:
 // every split but the last holds `rows_per_split` slots, a multiple of the stage size and at
 // least `min_rows`; the number of splits follows n, so short rows use one CTA and long rows

@@ -73,13 +73,7 @@ class FloorGather final : public DsaKernel {
 
   Status launch(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x, void*,
                 cudaStream_t stream) const override {
-    Params a{};
-    a.io = x;
-    a.num_tokens = p.num_tokens;
-    a.topk = p.topk;
-    a.num_slots = p.num_slots();
-    a.max_splits = t.num_splits;
-    a.min_rows = t.block_n;
+    const Params a = dsa_ring::ring_params<Params>(p, t, x);
     return cuda_status(dsa_floor::launch(a, Pipe{t.stages, t.producers}, Gather(t.gather), stream),
                        info().key + " launch");
   }

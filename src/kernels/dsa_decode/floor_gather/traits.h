@@ -47,13 +47,7 @@ struct SmemPlan {
 };
 
 
-constexpr size_t smem_bytes(int stages) {
-  switch (stages) {
-    case 3: return sizeof(SmemPlan<3>);
-    case 4: return sizeof(SmemPlan<4>);
-    case 5: return sizeof(SmemPlan<5>);
-    default: return 0;
-  }
-}
+constexpr size_t smem_bytes(int stages) { return ring_smem_bytes<SmemPlan>(stages); }
+static_assert(covers_every_pipe<SmemPlan>(), "every compiled ring depth has a size");
 
 }  // namespace mlakit::dsa_floor

@@ -127,13 +127,7 @@ class V2Fused final : public DsaKernel {
 
   Status launch(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x, void* workspace,
                 cudaStream_t stream) const override {
-    Params a{};
-    a.io = x;
-    a.num_tokens = p.num_tokens;
-    a.topk = p.topk;
-    a.num_slots = p.num_slots();
-    a.max_splits = t.num_splits;
-    a.min_rows = t.block_n;
+    Params a = dsa_ring::ring_params<Params>(p, t, x);
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     const WorkspaceLayout w = workspace_layout(p.num_tokens, t.num_splits);
     auto* base = static_cast<char*>(workspace);

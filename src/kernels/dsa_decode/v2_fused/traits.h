@@ -101,14 +101,8 @@ struct SmemPlan {
 };
 
 // Shared memory of a ring depth (0 when no instantiation has it).
-constexpr size_t smem_bytes(int stages) {
-  switch (stages) {
-    case 3: return sizeof(SmemPlan<3>);
-    case 4: return sizeof(SmemPlan<4>);
-    case 5: return sizeof(SmemPlan<5>);
-    default: return 0;
-  }
-}
+constexpr size_t smem_bytes(int stages) { return ring_smem_bytes<SmemPlan>(stages); }
+static_assert(covers_every_pipe<SmemPlan>(), "every compiled ring depth has a size");
 // The register need of each MMA path as ptxas reports it (sm_90a, nvcc 13.0); the registry entry
 // reads the compiled kernel's instead when a GPU is present.
 constexpr int documented_registers(Mma mma) { return mma == Mma::kSync ? 219 : 199; }
