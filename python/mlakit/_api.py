@@ -46,7 +46,7 @@ def dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_
     """DeepSeek-V3.2 sparse attention decode over the slots ``sparse_indices`` selects.
 
     Args:
-        q_nope: bf16 [T, H, 512] latent query (H = 16 for the v1 kernel); token and head strides
+        q_nope: bf16 [T, H, 512] latent query (H = 16: the registered kernels run 16 heads); token and head strides
             may be any multiple of 8 elements, the last dimension contiguous.
         q_pe: bf16 [T, H, 64] rope query, same layout rules.
         ckv_cache: bf16 [num_pages, page_size, 512] latent cache (K and V); slots evenly spaced
