@@ -91,43 +91,39 @@ BenchRecord make_bench_record(const BenchRun& run, const WorkloadInfo& w, const 
 }
 
 json::Value to_json(const BenchRecord& r) {
+  using json::number;
   json::Value v = json::Value::object();
-  v.set("git", r.git)
-      .set("time", r.time)
-      .set("op", r.op)
-      .set("kernel", r.kernel_key)
-      .set("tiling", r.tiling)
-      .set("suite", r.suite)
-      .set("workload", r.workload)
-      .set("shape", r.shape)
-      .set("T", r.num_tokens)
-      .set("device", r.device)
-      .set("sm_clock_mhz", r.sm_clock_mhz)
-      .set("throttle", r.throttle)
-      .set("method", r.method)
-      .set("iters", r.iters)
-      .set("median_us", round_to(r.median_us, 3))
-      .set("p10_us", round_to(r.p10_us, 3))
-      .set("p90_us", round_to(r.p90_us, 3))
-      .set("mean_us", round_to(r.mean_us, 3))
-      .set("host_us", round_to(r.host_us, 3))
-      .set("bytes", r.bytes)
-      .set("flops", r.flops)
-      .set("gbps", round_to(r.gbps, 1))
-      .set("tflops", round_to(r.tflops, 3))
-      .set("ceiling_gbps", round_to(r.ceiling_gbps, 1))
-      .set("pct_of_ceiling", round_to(r.pct_of_ceiling, 2));
-  if (r.verify_ran) {
-    // NaN: the op has no output of that name.
-    const auto err = [](double x) { return std::isnan(x) ? json::Value() : json::Value(x); };
-    v.set("verified", r.verified)
-        .set("max_abs_err_output", err(r.max_abs_err_output))
-        .set("max_abs_err_lse", err(r.max_abs_err_lse));
-  } else {
-    v.set("verified", nullptr).set("max_abs_err_output", nullptr).set("max_abs_err_lse", nullptr);
-  }
-  if (r.floor_us > 0) v.set("floor", r.floor_key).set("floor_us", round_to(r.floor_us, 3));
-  else v.set("floor", nullptr).set("floor_us", nullptr);
+  v["git"] = r.git;
+  v["time"] = r.time;
+  v["op"] = r.op;
+  v["kernel"] = r.kernel_key;
+  v["tiling"] = r.tiling;
+  v["suite"] = r.suite;
+  v["workload"] = r.workload;
+  v["shape"] = r.shape;
+  v["T"] = r.num_tokens;
+  v["device"] = r.device;
+  v["sm_clock_mhz"] = r.sm_clock_mhz;
+  v["throttle"] = r.throttle;
+  v["method"] = r.method;
+  v["iters"] = r.iters;
+  v["median_us"] = number(round_to(r.median_us, 3));
+  v["p10_us"] = number(round_to(r.p10_us, 3));
+  v["p90_us"] = number(round_to(r.p90_us, 3));
+  v["mean_us"] = number(round_to(r.mean_us, 3));
+  v["host_us"] = number(round_to(r.host_us, 3));
+  v["bytes"] = number(r.bytes);
+  v["flops"] = number(r.flops);
+  v["gbps"] = number(round_to(r.gbps, 1));
+  v["tflops"] = number(round_to(r.tflops, 3));
+  v["ceiling_gbps"] = number(round_to(r.ceiling_gbps, 1));
+  v["pct_of_ceiling"] = number(round_to(r.pct_of_ceiling, 2));
+  // Not verified: null; an error of an output the op does not have (NaN): null.
+  v["verified"] = r.verify_ran ? json::Value(r.verified) : json::Value();
+  v["max_abs_err_output"] = r.verify_ran ? number(r.max_abs_err_output) : json::Value();
+  v["max_abs_err_lse"] = r.verify_ran ? number(r.max_abs_err_lse) : json::Value();
+  v["floor"] = r.floor_us > 0 ? json::Value(r.floor_key) : json::Value();
+  v["floor_us"] = r.floor_us > 0 ? number(round_to(r.floor_us, 3)) : json::Value();
   return v;
 }
 
@@ -157,7 +153,7 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where)
                     dbl("max_abs_err_lse", &r->max_abs_err_lse), str("floor", &r->floor_key),
                     dbl("floor_us", &r->floor_us)})
     MLAKIT_RETURN_IF_ERROR(st);
-  if (const json::Value* m = v.find("verified"); m && !m->is_null()) {
+  if (const json::Value* m = json::find(v, "verified"); m && !m->is_null()) {
     MLAKIT_RETURN_IF_ERROR(json::get_bool(v, "verified", &r->verified, where));
     r->verify_ran = true;
   }
@@ -209,7 +205,7 @@ Status append_bench_records(const std::string& out_dir, const std::vector<BenchR
   }
   std::string lines;
   for (const BenchRecord& r : records) {
-    lines += to_json(r).dump() + "\n";
+    lines += json::dump(to_json(r)) + "\n";
     csv_text += to_csv_row(r) + "\n";
   }
   MLAKIT_RETURN_IF_ERROR(io::append_file(jsonl, lines));
