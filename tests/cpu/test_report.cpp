@@ -387,6 +387,9 @@ TEST(Throttle, NamesTheReasonsAndDropsIdle) {
   EXPECT_EQ(describe_throttle(0x1), "none");
   EXPECT_EQ(describe_throttle(0x4 | 0x40), "sw_power_cap,hw_thermal_slowdown");
   EXPECT_EQ(describe_throttle(0x1000), "other:0x1000");
+  // Every reason of nvml.h's nvmlClocksEventReasonAll (0x1ff in the pinned 13.0 header) has a name.
+  EXPECT_EQ(describe_throttle(0x80 | 0x100), "hw_power_brake_slowdown,display_clock_setting");
+  EXPECT_EQ(describe_throttle(0x1ff).find("other"), std::string::npos) << describe_throttle(0x1ff);
 }
 
 // --- profiling helpers --------------------------------------------------------------------------
