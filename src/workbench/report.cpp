@@ -3,6 +3,7 @@
 
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -185,6 +186,37 @@ std::string to_csv_row(const BenchRecord& r) {
   return row;
 }
 
+namespace {
+
+// The CSV's existing text, checked to carry this version's header ("" when new or empty).
+Status existing_csv(const std::string& csv, std::string* text) {
+  text->clear();
+  if (!io::file_exists(csv)) return Status::ok();
+  MLAKIT_RETURN_IF_ERROR(io::read_file(csv, text));
+  const std::string first = text->substr(0, text->find('\n'));
+  if (!text->empty() && first != csv_header())
+    return Status::io_error(csv + " has other columns than this mlakit writes (an older "
+                            "version?); move it away to start a new one");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status check_bench_output(const std::string& out_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return Status::io_error("cannot create the folder: " + ec.message());
+  if (!io::is_directory(out_dir)) return Status::io_error("is not a folder");
+  if (access(out_dir.c_str(), W_OK) != 0) return Status::io_error(std::string("not writable: ") + std::strerror(errno));
+  for (const char* name : {"bench.jsonl", "bench.csv"}) {
+    const std::string f = io::join_path(out_dir, name);
+    if (io::file_exists(f) && access(f.c_str(), W_OK) != 0)
+      return Status::io_error(f + " is not writable: " + std::strerror(errno));
+  }
+  std::string csv;
+  return existing_csv(io::join_path(out_dir, "bench.csv"), &csv);
+}
+
 Status append_bench_records(const std::string& out_dir, const std::vector<BenchRecord>& records) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
@@ -192,17 +224,8 @@ Status append_bench_records(const std::string& out_dir, const std::vector<BenchR
   const std::string jsonl = io::join_path(out_dir, "bench.jsonl");
   const std::string csv = io::join_path(out_dir, "bench.csv");
   std::string csv_text;
-  if (io::file_exists(csv)) {
-    std::string existing;
-    MLAKIT_RETURN_IF_ERROR(io::read_file(csv, &existing));
-    const std::string first = existing.substr(0, existing.find('\n'));
-    if (!existing.empty() && first != csv_header())
-      return Status::io_error(csv + " has other columns than this mlakit writes (an older "
-                              "version?); move it away to start a new one");
-    if (existing.empty()) csv_text = csv_header() + "\n";
-  } else {
-    csv_text = csv_header() + "\n";
-  }
+  MLAKIT_RETURN_IF_ERROR(existing_csv(csv, &csv_text));
+  csv_text = csv_text.empty() ? csv_header() + "\n" : "";
   std::string lines;
   for (const BenchRecord& r : records) {
     lines += json::dump(to_json(r)) + "\n";

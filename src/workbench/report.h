@@ -73,6 +73,10 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where 
 std::string csv_header();           // no newline; "op" is the last column (added last)
 std::string to_csv_row(const BenchRecord& r);  // no newline; RFC 4180 quoting
 
+// Creates out_dir when missing and checks that bench.jsonl and bench.csv can be appended there:
+// kIoError naming the reason (not a folder, not writable, a CSV with other columns). Bench runs
+// call it before any work.
+Status check_bench_output(const std::string& out_dir);
 // Appends to <out_dir>/bench.jsonl and <out_dir>/bench.csv (created with a header when new;
 // kIoError when an existing CSV has another header). Creates out_dir.
 Status append_bench_records(const std::string& out_dir, const std::vector<BenchRecord>& records);

@@ -7,6 +7,8 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "mlakit/version.h"
+
 namespace {
 
 struct Result {
@@ -57,6 +59,94 @@ TEST(Cli, BadArgumentsNameTheArgument) {
   expect_usage_error("bench --suite no-such-suite", "no-such-suite");
   expect_usage_error("bench --iters", "option --iters needs a value");
   expect_usage_error("verify --seeds 0", "--seeds: expected a value in [1, 100]");
+}
+
+// The first "mlakit: ..." line of the output (the root cause).
+std::string first_error(const std::string& output) {
+  const size_t at = output.find("mlakit: ");
+  return at == std::string::npos ? "" : output.substr(at, output.find('\n', at) - at);
+}
+
+// Issue 13: `--no-verify` took `--suite` as its value; verify now refuses the option it does not
+// have, and nothing runs (the default suite used to run instead of dsa-edge).
+TEST(Cli, AnUnknownOptionSwallowsNoArgument) {
+  const Result r = cli("verify --no-verify --suite dsa-edge");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output), "mlakit: unknown option --no-verify") << r.output;
+  EXPECT_EQ(r.output.find("dsa-contest"), std::string::npos) << r.output;
+}
+
+// Issue 13: `--chek` took `--t` as its value, and "kernel '4' is not registered" came first.
+TEST(Cli, TheRootCauseComesFirstWithASuggestion) {
+  const Result r = cli("run --chek --t 4");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output), "mlakit: unknown option --chek (did you mean --check?)") << r.output;
+  EXPECT_EQ(r.output.find("kernel '4'"), std::string::npos) << r.output;
+  expect_usage_error("run --t 4 --tt 2", "unknown option --tt (did you mean --t?)");
+}
+
+// Issue 13: an unknown option at the end was "an option that needs a value".
+TEST(Cli, AnUnknownOptionIsCalledUnknown) {
+  const Result r = cli("run --t 4 --bogus");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output), "mlakit: unknown option --bogus") << r.output;
+  EXPECT_EQ(r.output.find("needs a value"), std::string::npos) << r.output;
+}
+
+// Issue 13: `--check=0` turned checking on, `--no-verify=false` turned verification off.
+TEST(Cli, AFlagGivenAValueIsRefused) {
+  expect_usage_error("run --t 1 --check=0", "--check takes no value, got '--check=0'");
+  expect_usage_error("run --t 1 --check=true", "--check takes no value");
+  expect_usage_error("bench --no-verify=false", "--no-verify takes no value, got '--no-verify=false'");
+  expect_usage_error("tune --dry-run=1", "--dry-run takes no value");
+}
+
+// Issue 13: extra positionals were ignored.
+TEST(Cli, ExtraPositionalsAreRefused) {
+  for (const char* args : {"list extra", "devices extra", "report extra", "ceiling extra"})
+    expect_usage_error(args, "unexpected argument 'extra'");
+  for (const char* args : {"bench dsa_decode extra", "verify dsa_decode extra", "run dsa_decode extra --t 1",
+                           "tune dsa_decode.v1_splitk.bf16 extra"})
+    expect_usage_error(args, "unexpected argument 'extra' (at most one op or kernel key)");
+  expect_usage_error("bench extra", "kernel 'extra' is not registered");  // the one positional: an op or a key
+}
+
+// Issue 13: `-t 4` was read as the kernel key "-t".
+TEST(Cli, ASingleDashOptionIsNoKernelKey) {
+  const Result r = cli("run -t 4");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output), "mlakit: unknown option -t (did you mean --t?)") << r.output;
+  EXPECT_EQ(r.output.find("not registered"), std::string::npos) << r.output;
+}
+
+TEST(Cli, AnOptionIsNoValue) {
+  expect_usage_error("run --tiling --check --t 1", "--tiling: needs a value, got the option '--check'");
+  expect_usage_error("bench --iters --seed 3", "--iters: needs a value, got the option '--seed'");
+  expect_usage_error("bench --suite", "option --suite needs a value");
+}
+
+// Issue 13: "--prof: --prof: expected ...".
+TEST(Cli, ProfNamesItsOptionOnce) {
+  const Result r = cli("run --prof foo --t 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output), "mlakit: --prof: expected disabled, annotation or ncu, got 'foo'") << r.output;
+}
+
+TEST(Cli, SuitesAndTracesAreCheckedFirst) {
+  expect_usage_error("tune --suite nope", "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge)");
+  const Result r = cli("tune --suite nope --dry-run");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.output.find("tune dsa_decode"), std::string::npos) << r.output;  // no header before the error
+  EXPECT_EQ(r.output.find("needs a GPU"), std::string::npos) << r.output;
+  expect_usage_error("bench --suite dsa-edge --trace x", "--suite and --trace: give one of them");
+  expect_usage_error("bench --definition d", "--definition NAME only applies with --trace DIR");
+}
+
+TEST(Cli, Version) {
+  const Result r = cli("--version");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output, std::string("mlakit ") + MLAKIT_VERSION_STRING + "\n");
+  expect_usage_error("--bogus", "unknown option --bogus");
 }
 
 TEST(Cli, ListShowsEveryKernelWithItsArch) {

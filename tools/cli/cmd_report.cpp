@@ -16,13 +16,14 @@ const char* kReportUsage =
     "python3 + matplotlib).";
 
 int run_report(Args& args) {
-  const std::string in = args.get_or("in", "out/bench.jsonl");
-  const std::string png = args.get_or("png", "");
-  const bool all = args.has("all");
-  args.reject_unknown({"in", "png", "all"});
-  if (!args.positional().empty()) args.error("unexpected argument '" + args.positional()[0] + "'");
-  if (args.has("png") && png.empty()) args.error("--png: expected a file path, got ''");
-  if (!args.ok()) return args.fail_usage(kReportUsage);
+  std::string in = "out/bench.jsonl", png;
+  bool all = false;
+  args.text("--in", &in);
+  args.text("--png", &png);
+  args.flag("--all", &all);
+  if (!args.parse()) return args.finish(kReportUsage);
+  if (args.given("--png") && png.empty()) args.error("--png: expected a file path, got ''");
+  if (!args.ok()) return args.finish(kReportUsage);
 
   std::vector<BenchRecord> records;
   if (Status st = read_bench_jsonl(in, &records); !st) {
@@ -50,7 +51,6 @@ int run_report(Args& args) {
 
 }  // namespace
 
-MLAKIT_CLI_COMMAND(report, "report", "table and picture of bench results (JSON Lines)", kReportUsage,
-                   run_report, {"all"});
+MLAKIT_CLI_COMMAND(report, "report", "table and picture of bench results (JSON Lines)", run_report);
 
 }  // namespace mlakit::cli
