@@ -18,6 +18,7 @@
 #include "base/format.h"
 #include "base/run_info.h"
 #include "io/file.h"
+#include "mlakit/version.h"
 
 extern char** environ;
 
@@ -59,6 +60,7 @@ BenchRecord make_bench_record(const BenchRun& run, const WorkloadInfo& w, const 
                               double ceiling_gbps) {
   BenchRecord r;
   r.git = git_revision();
+  r.version = MLAKIT_VERSION_STRING;
   r.time = utc_timestamp();
   r.op = run.op;
   r.kernel_key = run.kernel_key;
@@ -95,6 +97,7 @@ json::Value to_json(const BenchRecord& r) {
   using json::number;
   json::Value v = json::Value::object();
   v["git"] = r.git;
+  v["version"] = r.version;
   v["time"] = r.time;
   v["op"] = r.op;
   v["kernel"] = r.kernel_key;
@@ -139,7 +142,7 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where)
     *dst = int(x);
     return Status::ok();
   };
-  for (Status st : {str("git", &r->git), str("time", &r->time), str("op", &r->op),
+  for (Status st : {str("git", &r->git), str("version", &r->version), str("time", &r->time), str("op", &r->op),
                     str("kernel", &r->kernel_key),
                     str("tiling", &r->tiling), str("suite", &r->suite), str("workload", &r->workload),
                     str("shape", &r->shape), integer("T", &r->num_tokens), str("device", &r->device),

@@ -19,6 +19,7 @@ namespace mlakit {
 
 struct BenchRecord {
   std::string git;          // short revision of the source tree ("+dirty" when modified), "unknown"
+  std::string version;      // mlakit's version (MLAKIT_VERSION_STRING; "" in records written before it)
   std::string time;         // UTC, ISO 8601
   std::string op;           // "dsa_decode" (records written before it existed: the key's prefix)
   std::string kernel_key;   // "dsa_decode.v1_splitk.bf16"

@@ -16,6 +16,7 @@
 
 #include "base/run_info.h"
 #include "io/json.h"
+#include "mlakit/version.h"
 #include "workbench/ceiling.h"
 #include "workbench/cupti_spans.h"
 #include "workbench/nvml.h"
@@ -48,6 +49,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 BenchRecord sample_record(const std::string& workload, double median) {
   BenchRecord r;
   r.git = "abc1234+dirty";
+  r.version = "0.1.0";
   r.time = "2026-11-21T10:00:00Z";
   r.op = "dsa_decode";
   r.kernel_key = "dsa_decode.v1_splitk.bf16";
@@ -104,6 +106,7 @@ TEST(BenchRecordTest, JsonRoundTrip) {
   BenchRecord back;
   ASSERT_TRUE(from_json(parsed, &back).is_ok());
   EXPECT_EQ(back.git, r.git);
+  EXPECT_EQ(back.version, r.version);
   EXPECT_EQ(back.op, "dsa_decode");
   EXPECT_EQ(back.kernel_key, r.kernel_key);
   EXPECT_EQ(back.tiling, r.tiling);
@@ -121,7 +124,8 @@ TEST(BenchRecordTest, JsonRoundTrip) {
   EXPECT_TRUE(back.verified);
   EXPECT_DOUBLE_EQ(back.max_abs_err_output, 0.015625);
   // The spec's fields of a bench line are all there.
-  for (const char* key : {"git", "op", "kernel", "shape", "device", "median_us", "p90_us", "gbps", "pct_of_ceiling"})
+  for (const char* key : {"git", "version", "op", "kernel", "shape", "device", "median_us", "p90_us", "gbps",
+                          "pct_of_ceiling"})
     EXPECT_TRUE(v.contains(key)) << key;
 }
 
@@ -182,6 +186,8 @@ TEST(BenchRecordTest, MadeFromAWorkloadARunAndTheOpsOutputs) {
   const BenchRun run{"suite dsa-serving", "dsa_decode", "dsa_decode.v1_splitk.bf16", "s1n64x2m4"};
   BenchRecord r = make_bench_record(run, w, h200, t, 50, &v, 4000);
   EXPECT_EQ(r.op, "dsa_decode");
+  EXPECT_EQ(r.version, MLAKIT_VERSION_STRING);  // mlakit's version in every record
+  EXPECT_EQ(to_json(r)["version"], MLAKIT_VERSION_STRING);
   EXPECT_EQ(r.suite, "suite dsa-serving");
   EXPECT_EQ(r.tiling, "s1n64x2m4");
   EXPECT_EQ(r.shape, w.shape);
