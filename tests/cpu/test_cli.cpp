@@ -2,13 +2,26 @@
 // devices work without a GPU.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-#include <string>
+#include <poll.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "mlakit/version.h"
+#include "workbench/dsa/bench.h"
+#include "workbench/host_budget.h"
 
+extern char** environ;
+
+namespace mlakit {
 namespace {
 
 struct Result {
@@ -16,8 +29,10 @@ struct Result {
   std::string output;  // stdout + stderr
 };
 
-Result cli(const std::string& args) {
-  const std::string cmd = std::string(MLAKIT_CLI_PATH) + " " + args + " 2>&1";
+// Runs the CLI through the shell: `env` may set variables ("MLAKIT_HOST_MEMORY_LIMIT=16G") or
+// limits ("ulimit -v 1000000;").
+Result cli(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " " + std::string(MLAKIT_CLI_PATH) + " " + args + " 2>&1";
   Result r{-1, ""};
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -27,6 +42,43 @@ Result cli(const std::string& args) {
   const int status = pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Starts the CLI, reads its output (stdout and stderr) until `needle` shows up, the output ends or
+// `seconds` pass, then kills it: for long runs whose first lines are what a test checks.
+std::string output_until(const std::vector<std::string>& args, const std::string& needle, int seconds) {
+  int fds[2];
+  if (pipe(fds) != 0) return "";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  std::vector<std::string> owned = {MLAKIT_CLI_PATH};
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : owned) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, MLAKIT_CLI_PATH, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (rc == 0 && out.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, size_t(n));
+  }
+  close(fds[0]);
+  if (rc == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  return out;
 }
 
 void expect_usage_error(const std::string& args, const std::string& message) {
@@ -149,6 +201,58 @@ TEST(Cli, Version) {
   expect_usage_error("--bogus", "unknown option --bogus");
 }
 
+// Issue 13: `run --t 1 --num-pages 1000000` died in std::bad_alloc (exit 134) and `run --t 1048576`
+// grew past 8 GB; the host memory a shape needs is estimated before synthesis and refused past the
+// limit, naming the option that sized it. The limit is set here so that machines with more memory
+// refuse too.
+TEST(Cli, AShapePastTheHostMemoryLimitIsAUsageError) {
+  Result r = cli("run --t 1 --num-pages 1000000", "MLAKIT_HOST_MEMORY_LIMIT=16G");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output).rfind("mlakit: --num-pages 1000000: the run needs about 68.7 GB of host memory "
+                                        "(caches 68.7 GB", 0),
+            0u)
+      << r.output;
+  EXPECT_NE(r.output.find("more than the limit of 16.0 GB (MLAKIT_HOST_MEMORY_LIMIT=16G)"), std::string::npos)
+      << r.output;
+  r = cli("run --t 1048576", "MLAKIT_HOST_MEMORY_LIMIT=16G");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output).rfind("mlakit: --t 1048576: the run needs about 170.1 GB", 0), 0u) << r.output;
+  // Without the variable the limit is the machine's memory (no machine here has 1.2 TB).
+  r = cli("run --t 1 --num-pages 16777216");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--num-pages 16777216: the run needs about 1.1 TB of host memory"), std::string::npos)
+      << r.output;
+  r = cli("run --t 1", "MLAKIT_HOST_MEMORY_LIMIT=lots");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("MLAKIT_HOST_MEMORY_LIMIT: expected a size such as 16G, 512M or 17179869184, got 'lots'"),
+            std::string::npos)
+      << r.output;
+}
+
+// Issue 13: `run --t 3000` took a minute and 7.5 GB with no word. Runs whose host work is estimated
+// past 10 s say so on stderr before it starts. The estimate scales with the hardware threads: where
+// --t 3000 is quick, no warning is due and the test has nothing to check.
+TEST(Cli, ALongRunIsAnnounced) {
+  std::unique_ptr<BenchSuite> suite;
+  const Status st = dsa_bench().make_shape({{"t", 3000}}, 1, &suite);
+  if (st.code() == Code::kInvalidArgument) GTEST_SKIP() << "this machine has too little memory: " << st.message();
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  const std::string expected = long_run_warning(suite->info(0).host, true, suite->title());
+  if (expected.empty()) GTEST_SKIP() << "--t 3000 is estimated under 10 s with this machine's threads";
+  const std::string out = output_until({"run", "--t", "3000", "--check"}, "warning", 60);
+  EXPECT_NE(out.find("mlakit: warning: " + expected), std::string::npos) << out;
+  EXPECT_NE(expected.find("the host work takes about"), std::string::npos) << expected;
+}
+
+// An allocation that fails anyway (here: an address-space limit the estimate does not know) ends in
+// one message and exit 1, not std::terminate.
+TEST(Cli, AnAllocationFailureIsCaught) {
+  const Result r = cli("run --t 600 --no-time", "ulimit -v 1000000;");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("mlakit: out of host memory: an allocation failed"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
 TEST(Cli, ListShowsEveryKernelWithItsArch) {
   const Result r = cli("list");
   EXPECT_EQ(r.code, 0) << r.output;
@@ -204,3 +308,4 @@ TEST(Cli, RunOneSmallShape) {
 }
 
 }  // namespace
+}  // namespace mlakit

@@ -1,6 +1,7 @@
 // `mlakit bench`, `mlakit verify` and `mlakit run`: verify and time a kernel of any op on a suite, a
 // trace or one synthetic shape. Every workload is planned first (the one arch gate and tiling
 // check); without a usable GPU the commands say so and run the CPU reference instead.
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -243,6 +244,26 @@ int run_gpu(const SuiteRun& run) {
   return totals.failed || totals.errors || !written ? kExitFailure : kExitOk;
 }
 
+// The host side of the suite, before anything is synthesized: every workload within the
+// host-memory limit (exit 2 naming it), and a warning on stderr when synthesizing the inputs and
+// (`reference`) the CPU reference will take long.
+int check_host(const SuiteOptions& o, const BenchSuite& suite, bool reference) {
+  HostFootprint total;
+  for (size_t i = 0; i < suite.size(); ++i) {
+    const WorkloadInfo& w = suite.info(i);
+    if (Status s = check_host_footprint(w.host, "workload " + w.name + " (" + w.shape + ")"); !s.is_ok())
+      return fail(s.message(), kExitUsage);
+    total.bytes = std::max(total.bytes, w.host.bytes);
+    total.synth_seconds += o.seeds * w.host.synth_seconds;
+    total.reference_seconds += o.seeds * w.host.reference_seconds;
+  }
+  if (const std::string w = long_run_warning(total, reference, suite.title()); !w.empty()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "mlakit: warning: %s\n", w.c_str());
+  }
+  return kExitOk;
+}
+
 // Plans the suite for the current device, or, without a usable one, checks --tiling against a
 // known chip and shows the CPU reference.
 int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
@@ -259,6 +280,7 @@ int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
     }
     if (int rc = plan_workloads(&run); rc != kExitOk) return rc;
   }
+  if (int rc = check_host(o, suite, !gate.is_ok() || o.verify); rc != kExitOk) return rc;
   if (gate.is_ok()) {
     plan_floors(&run);
     return run_gpu(run);
@@ -469,7 +491,7 @@ int run_run(Args& args) {
   if (!args.ok()) return args.finish(kRunUsage);
   if (o.prof == ProfMode::kNcu) return reexec_ncu(c, *o.sel.op);
   std::unique_ptr<BenchSuite> suite;
-  if (Status s = o.sel.op->make_shape(shape, o.seed, &suite); !s.is_ok()) return fail(s.to_string(), kExitUsage);
+  if (Status s = o.sel.op->make_shape(shape, o.seed, &suite); !s.is_ok()) return fail(s.message(), kExitUsage);
   return run_suite(o, *suite);
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -79,4 +81,20 @@ bool register_command(const Command& command) {
 
 }  // namespace mlakit::cli
 
-int main(int argc, char** argv) { return mlakit::cli::dispatch(std::vector<std::string>(argv + 1, argv + argc)); }
+// Allocation failures end here, not in std::terminate: the host-memory estimate (docs/workbench.md)
+// refuses the shapes it knows are too big, and this catches what it cannot foresee.
+int main(int argc, char** argv) {
+  try {
+    return mlakit::cli::dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "mlakit: out of host memory: an allocation failed (std::bad_alloc). A smaller shape, or "
+                 "MLAKIT_HOST_MEMORY_LIMIT set below what this machine can give, makes mlakit refuse such "
+                 "runs before they start.\n");
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "mlakit: internal error: %s\n", e.what());
+  }
+  return mlakit::cli::kExitFailure;
+}
