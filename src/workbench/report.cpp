@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -206,10 +207,10 @@ Status existing_csv(const std::string& csv, std::string* text) {
 }  // namespace
 
 Status check_bench_output(const std::string& out_dir) {
+  if (io::file_exists(out_dir) && !io::is_directory(out_dir)) return Status::io_error("is a file, not a folder");
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) return Status::io_error("cannot create the folder: " + ec.message());
-  if (!io::is_directory(out_dir)) return Status::io_error("is not a folder");
   if (access(out_dir.c_str(), W_OK) != 0) return Status::io_error(std::string("not writable: ") + std::strerror(errno));
   for (const char* name : {"bench.jsonl", "bench.csv"}) {
     const std::string f = io::join_path(out_dir, name);
@@ -322,29 +323,80 @@ Status find_plot_script(std::string* path) {
                            "); set MLAKIT_SOURCE_DIR to the mlakit source folder");
 }
 
-Status render_report_png(const std::string& jsonl_path, const std::string& png_path) {
-  std::string script;
-  MLAKIT_RETURN_IF_ERROR(find_plot_script(&script));
-  std::vector<std::string> args = {"python3", script, "--in", jsonl_path, "--png", png_path};
+Status check_png_path(const std::string& png_path) {
+  const std::filesystem::path p(png_path);
+  std::string ext = p.extension().string();
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (ext != ".png") return Status::invalid_argument("expected a file name ending in .png");
+  const std::string folder = p.parent_path().empty() ? "." : p.parent_path().string();
+  if (!io::is_directory(folder)) return Status::invalid_argument("no folder " + folder + " to write it in");
+  if (io::is_directory(png_path)) return Status::invalid_argument("is a folder");
+  return Status::ok();
+}
+
+namespace {
+
+// Runs argv (argv[0] looked up on PATH) with stdout and stderr into one pipe; `*output` gets what
+// it wrote, `*code` its exit code (127 when it could not be started).
+Status run_captured(std::vector<std::string> args, std::string* output, int* code) {
+  int fds[2];
+  if (pipe(fds) != 0) return Status::io_error(std::string("pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, "python3", nullptr, nullptr, argv.data(), environ);
-  if (rc != 0)
-    return Status::not_found(std::string("python3 not found on PATH (") + std::strerror(rc) +
-                             "): the picture needs python3 with matplotlib");
+  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    *code = 127;
+    return Status::ok();
+  }
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) output->append(buf, size_t(n));
+  close(fds[0]);
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0)
     if (errno != EINTR) return Status::io_error(std::string("waitpid: ") + std::strerror(errno));
-  const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+  *code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+  return Status::ok();
+}
+
+// The last non-blank line of a script's output, without the script's own "name: " prefix: the
+// reason, never a whole traceback.
+std::string last_line(const std::string& output, const std::string& prefix) {
+  std::string line;
+  std::istringstream in(output);
+  for (std::string l; std::getline(in, l);)
+    if (l.find_first_not_of(" \t\r") != std::string::npos) line = l;
+  if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+  return line.empty() ? "no message" : line;
+}
+
+}  // namespace
+
+Status render_report_png(const std::string& jsonl_path, const std::string& png_path) {
+  std::string script;
+  MLAKIT_RETURN_IF_ERROR(find_plot_script(&script));
+  std::string output;
+  int code = 0;
+  MLAKIT_RETURN_IF_ERROR(run_captured({"python3", script, "--in", jsonl_path, "--png", png_path}, &output, &code));
   if (code == 0) return Status::ok();
   if (code == 127) return Status::not_found("python3 not found on PATH: the picture needs python3 with matplotlib");
   // plot_report.py exits 3 when matplotlib cannot be imported.
   if (code == 3)
     return Status::not_found("matplotlib is not installed for python3 (python3 -m pip install "
                              "matplotlib); the table above has the same numbers");
-  return Status::io_error(script + " failed with exit code " + std::to_string(code));
+  return Status::io_error(script + " failed (exit code " + std::to_string(code) + "): " +
+                          last_line(output, "plot_report.py: "));
 }
 
 }  // namespace mlakit

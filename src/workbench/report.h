@@ -91,8 +91,12 @@ std::string format_bench_table(const std::vector<BenchRecord>& records);
 // Finds scripts/plot_report.py: $MLAKIT_SOURCE_DIR/scripts, next to the executable (../scripts,
 // ../../scripts), ./scripts.
 Status find_plot_script(std::string* path);
-// Runs `python3 plot_report.py --in JSONL --png PNG`. kNotFound when python3 or matplotlib is
-// missing (the message says what to install), kIoError when the script failed.
+// What a picture may be written to: a path ending in .png (any case) in an existing folder;
+// kInvalidArgument saying which it is not. matplotlib picks the format by the suffix.
+Status check_png_path(const std::string& png_path);
+// Runs `python3 plot_report.py --in JSONL --png PNG` with its output captured. kNotFound when
+// python3 or matplotlib is missing (the message says what to install), kIoError when the script
+// failed (the message is its last line: the reason, not a traceback).
 Status render_report_png(const std::string& jsonl_path, const std::string& png_path);
 
 }  // namespace mlakit

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mlakit/version.h"
+#include "temp_dir.h"
 #include "workbench/dsa/bench.h"
 #include "workbench/host_budget.h"
 
@@ -251,6 +252,42 @@ TEST(Cli, AnAllocationFailureIsCaught) {
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("mlakit: out of host memory: an allocation failed"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
+// Issue 13: `bench --trace FILE` said "no such dataset folder" for a file that exists.
+TEST(Cli, ATraceThatIsAFileIsNamedAsOne) {
+  const test::TempDir dir;
+  std::FILE* f = std::fopen(dir.file("trace.jsonl").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  expect_usage_error("bench --trace " + dir.file("trace.jsonl"),
+                     "mlakit: --trace: " + dir.file("trace.jsonl") +
+                         ": is a file, not a FlashInfer-Trace dataset folder (definitions/, workloads/, blob/)");
+  expect_usage_error("bench --trace " + dir.file("none"), dir.file("none") + ": no such dataset folder");
+}
+
+// Issue 13: a bad --out was reported after the whole run, with exit 0.
+TEST(Cli, ABadOutFolderIsRefusedBeforeAnyWork) {
+  const test::TempDir dir;
+  std::FILE* f = std::fopen(dir.file("file").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  Result r = cli("bench --suite dsa-contest --out " + dir.file("file"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output), "mlakit: --out " + dir.file("file") + ": is a file, not a folder") << r.output;
+  EXPECT_EQ(r.output.find("contest-00"), std::string::npos) << r.output;  // nothing ran
+  r = cli("run --t 1 --out " + dir.file("file/sub"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(first_error(r.output).find("--out " + dir.file("file/sub") + ": cannot create the folder"),
+            std::string::npos)
+      << r.output;
+  // A bench.csv of other columns would be refused at the end: now before the start.
+  f = std::fopen(dir.file("bench.csv").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("git,time,kernel\n", f);
+  std::fclose(f);
+  expect_usage_error("run --t 1 --out " + dir.str(), "has other columns than this mlakit writes");
+  EXPECT_EQ(cli("run --t 1 --no-time --out " + dir.file("file")).code, 0);  // --no-time writes no records
 }
 
 TEST(Cli, ListShowsEveryKernelWithItsArch) {

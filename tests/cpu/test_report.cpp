@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -463,9 +464,10 @@ struct CliResult {
   std::string output;
 };
 
-CliResult run_cli(const std::string& args) {
+// `env`: a shell prefix, "PATH=/x:$PATH".
+CliResult run_cli(const std::string& args, const std::string& env = "") {
   CliResult r;
-  const std::string cmd = std::string(MLAKIT_CLI_PATH) + " " + args + " 2>&1";
+  const std::string cmd = env + " " + std::string(MLAKIT_CLI_PATH) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[512];
@@ -499,12 +501,72 @@ TEST(Cli, TuneDryRunListsSkipReasonsWithoutWriting) {
   EXPECT_FALSE(fs::exists(dir.file("t.json")));
 }
 
-TEST(Cli, ReportOfAMissingFileSaysSo) {
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Cli, ReportOfAMissingFileSaysSoOnce) {
   if (!cli_built()) GTEST_SKIP() << "CLI not built";
   TempDir dir;
   const CliResult r = run_cli("report --in " + dir.file("none.jsonl"));
-  EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("none.jsonl"), std::string::npos) << r.output;
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(count(r.output, "none.jsonl"), 1u) << r.output;
+  EXPECT_EQ(count(r.output, "\n"), 1u) << r.output;  // one message
+}
+
+// A stand-in for python3 on PATH: `body` is its shell script.
+std::string fake_python(const TempDir& dir, const std::string& body) {
+  std::ofstream(dir.file("python3")) << "#!/bin/sh\n" << body << "\n";
+  fs::permissions(dir.file("python3"), fs::perms::owner_all);
+  return "PATH=" + dir.str() + ":$PATH MLAKIT_SOURCE_DIR=" + MLAKIT_SOURCE_DIR;
+}
+
+// Issue 13: `report --png out.txt` ended in matplotlib's traceback (it picks the format by suffix).
+TEST(Cli, ReportRefusesAPictureThatIsNoPngBeforeAnyWork) {
+  if (!cli_built()) GTEST_SKIP() << "CLI not built";
+  TempDir dir;
+  ASSERT_TRUE(append_bench_records(dir.str(), {sample_record("contest-03", 11)}).is_ok());
+  CliResult r = run_cli("report --in " + dir.file("bench.jsonl") + " --png " + dir.file("out.txt"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--png " + dir.file("out.txt") + ": expected a file name ending in .png"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("contest-03"), std::string::npos) << r.output;  // refused before the table
+  r = run_cli("report --in " + dir.file("bench.jsonl") + " --png " + dir.file("no/such/folder/x.png"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("no folder " + dir.file("no/such/folder")), std::string::npos) << r.output;
+}
+
+// Issue 13: matplotlib's absence was reported twice (the script's line, then the CLI's).
+TEST(Cli, ReportSaysOnceThatMatplotlibIsMissing) {
+  if (!cli_built()) GTEST_SKIP() << "CLI not built";
+  TempDir dir, bin;
+  ASSERT_TRUE(append_bench_records(dir.str(), {sample_record("contest-03", 11)}).is_ok());
+  const char* real = std::getenv("PATH");
+  ASSERT_NE(real, nullptr);
+  // python3 -S: no site-packages, so matplotlib cannot be imported wherever it is installed.
+  const std::string env = fake_python(bin, "PATH='" + std::string(real) + "'; export PATH; exec python3 -S \"$@\"");
+  const CliResult r = run_cli("report --in " + dir.file("bench.jsonl") + " --png " + dir.file("x.png"), env);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(count(r.output, "matplotlib"), 2u) << r.output;  // one line: "matplotlib ... pip install matplotlib"
+  EXPECT_NE(r.output.find("mlakit: report: no picture: matplotlib is not installed"), std::string::npos) << r.output;
+}
+
+// A plot script that fails is quoted in one line: its reason, never its traceback.
+TEST(Cli, ReportQuotesAFailingPlotScriptInOneLine) {
+  if (!cli_built()) GTEST_SKIP() << "CLI not built";
+  TempDir dir, bin;
+  ASSERT_TRUE(append_bench_records(dir.str(), {sample_record("contest-03", 11)}).is_ok());
+  const std::string env = fake_python(bin,
+                                      "echo 'Traceback (most recent call last):' >&2\n"
+                                      "echo '  File \"plot_report.py\", line 9' >&2\n"
+                                      "echo 'ValueError: Format \"txt\" is not supported' >&2\nexit 1");
+  const CliResult r = run_cli("report --in " + dir.file("bench.jsonl") + " --png " + dir.file("x.png"), env);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.output.find("Traceback"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("failed (exit code 1): ValueError: Format \"txt\" is not supported\n"), std::string::npos)
+      << r.output;
 }
 
 TEST(Cli, ReportPrintsTheTable) {

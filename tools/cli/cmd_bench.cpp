@@ -409,7 +409,7 @@ int suite_command(Args& args, Kind kind, const char* usage) {
   if (o.prof == ProfMode::kNcu) return reexec_ncu(c, *o.sel.op);
   std::unique_ptr<BenchSuite> suite;
   if (Status s = load_suite_or_trace(c, o, &suite); !s.is_ok())
-    return fail((c.trace.empty() ? "" : "--trace " + c.trace + ": ") + s.to_string(),
+    return fail((c.trace.empty() ? "" : "--trace: ") + s.message(),
                 s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound ? kExitUsage : kExitFailure);
   return run_suite(o, *suite);
 }

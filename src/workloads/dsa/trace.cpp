@@ -259,6 +259,9 @@ class TraceReader {
 
 Status load_dsa_trace(const std::string& dataset_dir, const DsaTraceOptions& options, DsaSuite* out) {
   if (out == nullptr) return Status::invalid_argument("load_dsa_trace: out is null");
+  if (file_exists(dataset_dir) && !is_directory(dataset_dir))
+    return Status::invalid_argument(dataset_dir + ": is a file, not a FlashInfer-Trace dataset folder (definitions/, "
+                                    "workloads/, blob/)");
   if (!is_directory(dataset_dir)) return Status::not_found(dataset_dir + ": no such dataset folder");
   DsaSuite suite;
   MLAKIT_RETURN_IF_ERROR(TraceReader(dataset_dir, options).read(&suite));
