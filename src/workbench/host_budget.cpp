@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -68,6 +69,19 @@ Status check_host_footprint(const HostFootprint& f, const std::string& who) {
   return Status::invalid_argument(who + ": the run needs about " + format_bytes(f.bytes) + " of host memory (" +
                                   f.detail + "), more than the limit of " + format_bytes(limit.bytes) + " (" +
                                   limit.source + ")");
+}
+
+HostFootprint session_footprint(const std::vector<HostFootprint>& footprints) {
+  HostFootprint total;
+  const std::string* key = nullptr;
+  for (const HostFootprint& f : footprints) {
+    total.bytes = std::max(total.bytes, f.bytes);
+    total.synth_seconds += f.synth_seconds;
+    if (key != nullptr && !f.shared_key.empty() && f.shared_key == *key) total.synth_seconds -= f.shared_synth_seconds;
+    key = &f.shared_key;
+    total.reference_seconds += f.reference_seconds;
+  }
+  return total;
 }
 
 std::string long_run_warning(const HostFootprint& total, bool reference, const std::string& who) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mlakit/status.h"
 
@@ -21,7 +22,15 @@ struct HostFootprint {
   std::string sized_by;          // the options that size the largest part ("--num-pages 1000000")
   double synth_seconds = 0;      // synthesizing the inputs on the host (rough)
   double reference_seconds = 0;  // the fp64 CPU reference (rough)
+  // Synthesis a session does once for consecutive workloads of the same key, included in
+  // synth_seconds (DSA: the caches of one page count and page size); "" = none.
+  std::string shared_key;
+  double shared_synth_seconds = 0;
 };
+
+// The host time of a session over `footprints` in order: the shared synthesis counted once per
+// run of equal keys. `bytes`: the largest of them (a session holds one workload's inputs at once).
+HostFootprint session_footprint(const std::vector<HostFootprint>& footprints);
 
 struct HostMemoryLimit {
   double bytes = 0;

@@ -2,15 +2,18 @@
 // devices work without a GPU.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -79,6 +82,36 @@ std::string output_until(const std::vector<std::string>& args, const std::string
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
+  return out;
+}
+
+// Runs the CLI with a pseudo-terminal as its stdout and stderr (a terminal user's view) and
+// returns everything it wrote.
+std::string output_on_a_terminal(const std::vector<std::string>& args) {
+  const int master = posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) return "no pseudo-terminal";
+  const std::string slave = ptsname(master);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, slave.c_str(), O_RDWR | O_NOCTTY, 0);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addclose(&actions, master);
+  std::vector<std::string> owned = {MLAKIT_CLI_PATH};
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : owned) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, MLAKIT_CLI_PATH, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  // The master reads EIO once the child (the last holder of the slave) has exited.
+  while (rc == 0 && ((n = read(master, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+    if (n > 0) out.append(buf, size_t(n));
+  if (rc == 0) waitpid(pid, nullptr, 0);
+  close(master);
   return out;
 }
 
@@ -288,6 +321,24 @@ TEST(Cli, ABadOutFolderIsRefusedBeforeAnyWork) {
   std::fclose(f);
   expect_usage_error("run --t 1 --out " + dir.str(), "has other columns than this mlakit writes");
   EXPECT_EQ(cli("run --t 1 --no-time --out " + dir.file("file")).code, 0);  // --no-time writes no records
+}
+
+// Issue 13: progress on a terminal for long runs; quiet in pipes and logs, and with --quiet.
+TEST(Cli, ProgressOnlyOnATerminal) {
+  const std::string line = "\r[1/23] contest-00: ";
+  std::string out = output_on_a_terminal({"bench", "--suite", "dsa-contest", "--iters", "3", "--warmup", "1"});
+  EXPECT_NE(out.find(line), std::string::npos) << out;
+  EXPECT_NE(out.find("\r[23/23] contest-22: "), std::string::npos) << out;
+  EXPECT_NE(out.find("contest-22"), std::string::npos) << out;
+  out = output_on_a_terminal({"bench", "--suite", "dsa-contest", "--iters", "3", "--warmup", "1", "--quiet"});
+  EXPECT_EQ(out.find("[1/23]"), std::string::npos) << out;
+  EXPECT_NE(out.find("contest-22"), std::string::npos) << out;  // the table is all there
+  const Result piped = cli("bench --suite dsa-contest --iters 3 --warmup 1");
+  EXPECT_EQ(piped.code, 0) << piped.output;
+  EXPECT_EQ(piped.output.find('\r'), std::string::npos) << piped.output;
+  EXPECT_EQ(piped.output.find("[1/23]"), std::string::npos) << piped.output;
+  expect_usage_error("tune --quiet=1", "--quiet takes no value");
+  EXPECT_EQ(cli("tune --dry-run --quiet").code, 0);
 }
 
 TEST(Cli, ListShowsEveryKernelWithItsArch) {

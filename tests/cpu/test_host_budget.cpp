@@ -2,9 +2,12 @@
 // message, the long-run warning, and DSA's estimate against what its sessions allocate.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "base/format.h"
 #include "workbench/dsa/bench.h"
@@ -90,6 +93,25 @@ TEST(HostBudget, OnlyLongRunsAreAnnounced) {
   EXPECT_NE(long_run_warning(f, false, "s").find("about 10 min"), std::string::npos);
 }
 
+// A session synthesizes the shared part (DSA: the caches) once per run of equal keys.
+TEST(HostBudget, ASessionSharesWhatItKeeps) {
+  HostFootprint a, b, c;
+  a.bytes = 3, b.bytes = 5, c.bytes = 4;
+  for (HostFootprint* f : {&a, &b, &c}) {
+    f->synth_seconds = 10;  // 9 of them shared
+    f->shared_synth_seconds = 9;
+    f->reference_seconds = 2;
+  }
+  a.shared_key = b.shared_key = "pages=8462 ps=64";
+  c.shared_key = "pages=64 ps=64";
+  const HostFootprint s = session_footprint({a, b, c, a});
+  EXPECT_EQ(s.bytes, 5);
+  EXPECT_EQ(s.synth_seconds, 10 + 1 + 10 + 10);
+  EXPECT_EQ(s.reference_seconds, 8);
+  c.shared_key = "";  // nothing kept: every workload synthesizes all of it
+  EXPECT_EQ(session_footprint({c, c}).synth_seconds, 20);
+}
+
 // The estimate of `mlakit run --t 3000` (issue 13: 7.5 GB measured) and of the suites, which must
 // stay far below any machine's memory.
 TEST(HostBudget, DsaEstimates) {
@@ -105,7 +127,15 @@ TEST(HostBudget, DsaEstimates) {
   for (const std::string& name : dsa_bench().suite_names()) {
     std::unique_ptr<BenchSuite> suite;
     ASSERT_TRUE(dsa_bench().make_suite(name, 1, &suite).is_ok()) << name;
-    for (size_t i = 0; i < suite->size(); ++i) EXPECT_LT(suite->info(i).host.bytes, 2 * kGiB) << suite->info(i).name;
+    std::vector<HostFootprint> each;
+    for (size_t i = 0; i < suite->size(); ++i) {
+      EXPECT_LT(suite->info(i).host.bytes, 2 * kGiB) << suite->info(i).name;
+      each.push_back(suite->info(i).host);
+    }
+    // Seconds on one thread: under a minute each (the warning's threshold is 10 s on the machine).
+    const HostFootprint s = session_footprint(each);
+    const double threads = std::max(1u, std::thread::hardware_concurrency());
+    EXPECT_LT((s.synth_seconds + s.reference_seconds) * threads, 60) << name;
   }
 }
 

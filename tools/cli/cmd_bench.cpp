@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/format.h"
+#include "base/progress_line.h"
 #include "common.h"
 #include "io/file.h"
 #include "workbench/ceiling.h"
@@ -29,6 +30,7 @@ struct SuiteOptions {
   bool time = true;
   bool explain = false;
   bool floor = true;  // time the op's gather floor beside the kernel (bench, run)
+  bool quiet = false;  // no progress line (there is none unless stdout is a terminal)
   TimingConfig timing;
   ProfMode prof = ProfMode::kDisabled;
   std::string out_dir = "out";  // bench.jsonl + bench.csv are appended here ("" = none)
@@ -131,12 +133,21 @@ void print_row(const SuiteOptions& o, const WorkloadInfo& w, const BenchPlan& pl
 }
 
 // Verifies (and times) workload i with its plan; prints one table row.
+// "[3/23] contest-02: verifying and timing", the progress line of workload i.
+std::string progress_text(const BenchSuite& suite, size_t i, const char* what) {
+  char count[48];
+  std::snprintf(count, sizeof count, "[%zu/%zu] ", i + 1, suite.size());
+  return count + suite.info(i).name + ": " + what;
+}
+
 void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSession& session, size_t i,
-                      Totals* totals) {
+                      ProgressLine& progress, Totals* totals) {
   const SuiteOptions& o = run.o;
   const WorkloadInfo& w = run.suite.info(i);
   const BenchPlan& plan = run.plans[i];
   ++totals->workloads;
+  const char* doing = o.verify && o.time ? "verifying and timing" : o.verify ? "verifying" : "timing";
+  progress.show(progress_text(run.suite, i, doing));
   Status s = run.plan_status[i];
   if (s.is_ok()) s = session.prepare(i);
   VerifyResult v;
@@ -145,6 +156,7 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
   TimingConfig timing = o.timing;
   timing.label = w.name;  // the NVTX range of each timed call under --prof annotation
   if (s.is_ok() && o.time) s = session.time(plan, timing, &t);
+  progress.clear();
   if (!s.is_ok()) {
     ++totals->errors;
     std::printf("%-12s %3d %6lld error: %s\n", w.name.c_str(), w.num_tokens, (long long)w.cost.rows,
@@ -162,6 +174,7 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
       make_bench_record(what, w, facts, t, o.timing.iters, o.verify ? &v : nullptr, totals->ceiling_gbps));
   BenchRecord& rec = totals->records.back();
   if (run.floor && !run.floor_plans[i].empty()) {
+    progress.show(progress_text(run.suite, i, "timing the gather floor"));
     TimingResult ft;
     if (session.time(run.floor_plans[i], timing, &ft).is_ok()) {
       rec.floor_key = run.floor_plans[i].kernel_key();
@@ -171,20 +184,25 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
       ++totals->floored;
     }
   }
+  progress.clear();
   print_row(o, w, plan, v, t, &rec);
 }
 
 // No usable GPU: the CPU reference on every workload (what can run here).
-int run_cpu_reference(const BenchSuite& suite, uint64_t seed) {
+int run_cpu_reference(const BenchSuite& suite, uint64_t seed, bool quiet) {
   std::printf("%-12s %3s %6s %11s %s\n", "workload", "T", "slots", "cpu_ref_ms", suite.reference_header().c_str());
   const std::unique_ptr<BenchSession> session = suite.open_session(seed);
+  ProgressLine progress(stdout, quiet);
   for (size_t i = 0; i < suite.size(); ++i) {
     const WorkloadInfo& w = suite.info(i);
     std::string columns;
+    progress.show(progress_text(suite, i, "synthesizing the inputs"));
     Status s = session->prepare(i);  // input synthesis stays out of the reference's time
+    progress.show(progress_text(suite, i, "the CPU reference"));
     const auto t0 = std::chrono::steady_clock::now();
     if (s.is_ok()) s = session->reference(&columns);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    progress.clear();
     if (!s.is_ok()) {
       std::printf("%-12s error: %s\n", w.name.c_str(), s.to_string().c_str());
       return kExitFailure;
@@ -229,7 +247,8 @@ int run_gpu(const SuiteRun& run) {
     if (o.seeds > 1) std::printf("-- seed %llu\n", (unsigned long long)(o.seed + k));
     print_gpu_header(o.time);
     const std::unique_ptr<BenchSession> session = run.suite.open_session(o.seed + k);
-    for (size_t i = 0; i < run.suite.size(); ++i) run_gpu_workload(run, facts, *session, i, &totals);
+    ProgressLine progress(stdout, o.quiet);
+    for (size_t i = 0; i < run.suite.size(); ++i) run_gpu_workload(run, facts, *session, i, progress, &totals);
   }
   const bool written = write_records(o.out_dir, totals.records);
   if (o.time && totals.workloads > totals.errors)
@@ -248,15 +267,16 @@ int run_gpu(const SuiteRun& run) {
 // host-memory limit (exit 2 naming it), and a warning on stderr when synthesizing the inputs and
 // (`reference`) the CPU reference will take long.
 int check_host(const SuiteOptions& o, const BenchSuite& suite, bool reference) {
-  HostFootprint total;
+  std::vector<HostFootprint> each;
   for (size_t i = 0; i < suite.size(); ++i) {
     const WorkloadInfo& w = suite.info(i);
     if (Status s = check_host_footprint(w.host, "workload " + w.name + " (" + w.shape + ")"); !s.is_ok())
       return fail(s.message(), kExitUsage);
-    total.bytes = std::max(total.bytes, w.host.bytes);
-    total.synth_seconds += o.seeds * w.host.synth_seconds;
-    total.reference_seconds += o.seeds * w.host.reference_seconds;
+    each.push_back(w.host);
   }
+  HostFootprint total = session_footprint(each);  // one session per seed
+  total.synth_seconds *= o.seeds;
+  total.reference_seconds *= o.seeds;
   if (const std::string w = long_run_warning(total, reference, suite.title()); !w.empty()) {
     std::fflush(stdout);
     std::fprintf(stderr, "mlakit: warning: %s\n", w.c_str());
@@ -287,14 +307,14 @@ int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
   }
   std::printf("%s\nGPU kernels skipped: %s\nShowing the CPU reference (fp64) on %s instead.\n\n",
               suite.title().c_str(), gate.message().c_str(), suite.title().c_str());
-  return run_cpu_reference(suite, o.seed);
+  return run_cpu_reference(suite, o.seed, o.quiet);
 }
 
 // What bench, verify and run read from their command lines.
 struct CommandLine {
   std::string target, kernel, tiling, suite, trace, definition, out = "out", prof = "disabled", prof_kernel;
   long long seed = 1, seeds = 1, warmup = 10, iters = 50, prof_skip = 0, prof_count = 2;
-  bool no_verify = false, no_floor = false, explain = false, check = false, no_time = false;
+  bool no_verify = false, no_floor = false, explain = false, check = false, no_time = false, quiet = false;
   std::map<std::string, long long> shape;  // run: every op's shape options, by name ("t")
 };
 
@@ -307,6 +327,7 @@ void declare(Args& args, Kind kind, CommandLine* c) {
   args.integer("--seed", &c->seed, 0, 1ll << 62);
   args.integer("--seeds", &c->seeds, 1, 100);
   args.flag("--explain", &c->explain);
+  args.flag("--quiet", &c->quiet);
   args.text("--prof", &c->prof);
   args.text("--prof-kernel", &c->prof_kernel);
   args.integer("--prof-skip", &c->prof_skip, 0, 1 << 20);
@@ -341,6 +362,7 @@ void read_options(Args& args, const CommandLine& c, SuiteOptions* o) {
   o->timing.iters = int(c.iters);
   o->explain = c.explain;
   o->floor = !c.no_floor;
+  o->quiet = c.quiet;
   o->out_dir = c.out;
   if (Status s = parse_prof_mode(c.prof, &o->prof); !s.is_ok()) args.error(s.message());
   if (!c.trace.empty() && !c.suite.empty()) args.error("--suite and --trace: give one of them");
@@ -417,7 +439,7 @@ int suite_command(Args& args, Kind kind, const char* usage) {
 const char* kBenchUsage =
     "usage: mlakit bench [OP|KERNEL] [--suite NAME | --trace DIR [--definition NAME]] [--kernel KEY]\n"
     "                    [--tiling NAME] [--seed S] [--seeds N] [--warmup N] [--iters N] [--no-verify]\n"
-    "                    [--no-floor] [--explain] [--out DIR] [--prof MODE]\n\n"
+    "                    [--no-floor] [--explain] [--out DIR] [--prof MODE] [--quiet]\n\n"
     "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge; a suite names\n"
     "its op) or of a FlashInfer-Trace dataset directory. Span = median GPU time of one call over\n"
     "--iters calls (cold L2 before each), host = host time of one call. Every workload is planned\n"
@@ -430,13 +452,18 @@ const char* kBenchUsage =
     "named after the workload; ncu re-runs the command under Nsight Compute (--clock-control none)\n"
     "with --prof-kernel REGEX (default: the op's kernels, dsa_), --prof-skip N, --prof-count N\n"
     "(default 2) and prints where the report went. Results are appended to --out DIR (default out/)\n"
-    "as JSON lines and CSV; a folder that cannot take them exits 2 before anything runs.";
+    "as JSON lines and CSV; a folder that cannot take them exits 2 before anything runs.\n\n"
+    "On a terminal a progress line names the workload at work; --quiet turns it off (pipes and\n"
+    "logs never get it). A shape whose host memory would pass the limit (physical memory, or\n"
+    "MLAKIT_HOST_MEMORY_LIMIT=16G lower) exits 2 before anything runs; runs whose host work is\n"
+    "estimated past 10 s say so on stderr.";
 const char* kVerifyUsage =
     "usage: mlakit verify [OP|KERNEL] [--suite NAME | --trace DIR [--definition NAME]] [--kernel KEY]\n"
-    "                     [--tiling NAME] [--seed S] [--seeds N] [--explain] [--prof MODE]\n\n"
+    "                     [--tiling NAME] [--seed S] [--seeds N] [--explain] [--prof MODE] [--quiet]\n\n"
     "Checks a kernel against the fp64 CPU reference with the contest rule (an element fails only\n"
     "if abs err > 1e-2 and rel err > 1e-2), every output (output and lse), outputs poisoned before\n"
-    "each run, two runs bitwise equal. --seeds N repeats with N fresh seeds. --prof as for bench.";
+    "each run, two runs bitwise equal. --seeds N repeats with N fresh seeds. --prof, --quiet and\n"
+    "the host-memory limit as for bench.";
 
 int run_bench(Args& args) { return suite_command(args, Kind::kBench, kBenchUsage); }
 int run_verify(Args& args) { return suite_command(args, Kind::kVerify, kVerifyUsage); }
@@ -444,14 +471,17 @@ int run_verify(Args& args) { return suite_command(args, Kind::kVerify, kVerifyUs
 const char* kRunUsage =
     "usage: mlakit run [OP|KERNEL] <shape options> [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N]\n"
     "                  [--check] [--no-time] [--no-floor] [--explain] [--warmup N] [--iters N]\n"
-    "                  [--out DIR] [--prof MODE]\n\n"
+    "                  [--out DIR] [--prof MODE] [--quiet]\n\n"
     "Runs one synthetic shape of an op (default dsa_decode). dsa_decode's shape options:\n"
     "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V]: T tokens, each row V valid top-k\n"
     "picks (default: topk) clustered by page, the rest -1. --check verifies against the CPU\n"
     "reference; --no-time skips timing (for compute-sanitizer); --explain prints the plan. A tiling\n"
     "the shape cannot run exits 2 with the reason.\n\n"
     "Profiling: --prof disabled|annotation|ncu, as for bench (--prof-kernel REGEX, --prof-skip N,\n"
-    "--prof-count N). Results are appended to --out DIR (default out/) as JSON lines and CSV.";
+    "--prof-count N). Results are appended to --out DIR (default out/) as JSON lines and CSV.\n\n"
+    "The host memory the shape needs is estimated first: past the limit (physical memory, or\n"
+    "MLAKIT_HOST_MEMORY_LIMIT=16G lower) it exits 2 naming the option that sized it; a shape whose\n"
+    "host work is estimated past 10 s says so on stderr. --quiet: no progress line on a terminal.";
 
 // The selected op's shape options from the command line: in its ranges, the required ones given,
 // none of another op's.

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/cuda_status.h"
+#include "base/progress_line.h"
 #include "common.h"
 #include "runtime/tune_cache.h"
 #include "workbench/tuner.h"
@@ -17,7 +18,7 @@ namespace {
 
 const char* kTuneUsage =
     "usage: mlakit tune [KERNEL] [--suite NAME] [--seed S] [--cache PATH] [--iters N] [--warmup N]\n"
-    "                   [--no-verify] [--verbose] [--dry-run [--device NAME]]\n\n"
+    "                   [--no-verify] [--verbose] [--quiet] [--dry-run [--device NAME]]\n\n"
     "For each shape bucket of the suite (T rounded up to a power of two, heads, widths, page size,\n"
     "topk), verifies and times every valid tiling of KERNEL's search space on the bucket's\n"
     "workloads (cold L2, median span) and stores the one with the lowest mean span in the tune\n"
@@ -29,7 +30,8 @@ const char* kTuneUsage =
     "                ~/.cache/mlakit, + /tune.json)\n"
     "  --iters N     timed calls per (tiling, workload), default 50; --warmup N, default 10\n"
     "  --dry-run     enumerate and validate only (no GPU needed): against the live device, or\n"
-    "                --device NAME from the known-device table (default h200)";
+    "                --device NAME from the known-device table (default h200)\n"
+    "  --quiet       no progress line (shown only when stdout is a terminal)";
 
 void print_ranking(const TuneBucketResult& b) {
   std::vector<const TuneCandidateResult*> timed;
@@ -90,7 +92,7 @@ int report_tune(const TuneOptions& o, const TuneReport& report, const Status& st
 struct TuneArgs {
   std::string target, kernel, suite = "dsa-contest", cache, device;
   long long seed = 1, iters = 50, warmup = 10;
-  bool no_verify = false, verbose = false, dry_run = false;
+  bool no_verify = false, verbose = false, dry_run = false, quiet = false;
 };
 
 void declare(Args& args, TuneArgs* t) {
@@ -104,6 +106,7 @@ void declare(Args& args, TuneArgs* t) {
   args.flag("--no-verify", &t->no_verify);
   args.flag("--verbose", &t->verbose);
   args.flag("--dry-run", &t->dry_run);
+  args.flag("--quiet", &t->quiet);
   args.text("--device", &t->device);
 }
 
@@ -131,12 +134,16 @@ int run_tune(Args& args) {
   if (o.dry_run)
     if (Status s = dry_run_device(a.device, &o.device); !s) return fail("--device: " + s.message(), kExitUsage);
   if (!o.cache_path.empty()) set_tune_cache_path(o.cache_path);
-  o.log = [](const std::string& line) {
+  ProgressLine progress(stdout, a.quiet);
+  o.progress = [&progress](const std::string& status) { progress.show("[tune] " + status); };
+  o.log = [&progress](const std::string& line) {
+    progress.clear();
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   };
   TuneReport report;
   const Status st = tune(*kernel, o, &report);
+  progress.clear();
   return report_tune(o, report, st);
 }
 

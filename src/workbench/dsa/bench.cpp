@@ -188,6 +188,9 @@ HostFootprint dsa_footprint(const DsaProblem& p, double reference_flops) {
              format_bytes(indices) + ", reference " + format_bytes(reference);
   const double threads = std::max(1u, std::thread::hardware_concurrency());
   f.synth_seconds = (slots + rows) * width / (kSynthElementsPerSecond * threads);
+  // A session keeps the caches while the page count and page size stay (Inputs::prepare).
+  f.shared_key = "pages=" + std::to_string(p.num_pages) + " ps=" + std::to_string(p.page_size);
+  f.shared_synth_seconds = slots * width / (kSynthElementsPerSecond * threads);
   f.reference_seconds = reference_flops / (kReferenceFlopsPerSecond * threads);
   return f;
 }
