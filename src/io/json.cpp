@@ -103,8 +103,6 @@ Status write_file(const std::string& path, const Value& v, int indent) {
   return io::write_file_atomic(path, dump(v, indent) + "\n");
 }
 
-Status append_line(const std::string& path, const Value& v) { return io::append_file(path, dump(v) + "\n"); }
-
 // --- lookups ------------------------------------------------------------------------------------
 
 const Value* find(const Value& object, std::string_view key) {
@@ -226,10 +224,6 @@ Status get_optional_number(const Value& object, std::string_view key, double* ou
 Status get_optional_string(const Value& object, std::string_view key, std::string* out,
                            std::string_view where) {
   return absent(object, key) ? Status::ok() : get_string(object, key, out, where);
-}
-
-Status get_optional_bool(const Value& object, std::string_view key, bool* out, std::string_view where) {
-  return absent(object, key) ? Status::ok() : get_bool(object, key, out, where);
 }
 
 }  // namespace mlakit::json

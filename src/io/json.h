@@ -14,7 +14,7 @@
 //   MLAKIT_RETURN_IF_ERROR(json::get_int(json::member(v, "axes"), "num_tokens", &t, "workload.axes"));
 //
 //   json::Value line = {{"key", "dsa_decode.v1_splitk.bf16"}, {"median_us", json::number(12.5)}};
-//   MLAKIT_RETURN_IF_ERROR(json::append_line("bench.jsonl", line));  // {"key":"...",...}\n
+//   std::string text = json::dump(line);  // {"key":"dsa_decode.v1_splitk.bf16","median_us":12.5}
 #pragma once
 
 #include <cstdint>
@@ -47,8 +47,6 @@ Value number(double x);
 std::string dump(const Value& v, int indent = -1);
 // Writes dump(v, indent) and a newline to `path` atomically (temporary file, then rename).
 Status write_file(const std::string& path, const Value& v, int indent = 2);
-// Appends dump(v) and a newline to `path` (a JSON Lines file), creating it when missing.
-Status append_line(const std::string& path, const Value& v);
 
 // Lookups that never throw (nlohmann's const operator[] must not see a missing key).
 // find(): the member, or nullptr when absent or `object` is no object. member(): the member, or
@@ -80,8 +78,6 @@ Status get_optional_number(const Value& object, std::string_view key, double* ou
                            std::string_view where = "");
 Status get_optional_string(const Value& object, std::string_view key, std::string* out,
                            std::string_view where = "");
-Status get_optional_bool(const Value& object, std::string_view key, bool* out,
-                         std::string_view where = "");
 
 // A short description of a value for error messages: `string "abc"`, `number 3.5`, `array of 2`.
 std::string describe(const Value& v);
