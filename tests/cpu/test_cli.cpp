@@ -48,6 +48,18 @@ Result cli(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+// Starts the CLI with `args` and the file actions (stdout and stderr somewhere); -1 when it could
+// not start.
+pid_t spawn_cli(const std::vector<std::string>& args, const posix_spawn_file_actions_t* actions) {
+  std::vector<std::string> owned = {MLAKIT_CLI_PATH};
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : owned) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  return posix_spawn(&pid, MLAKIT_CLI_PATH, actions, nullptr, argv.data(), environ) == 0 ? pid : -1;
+}
+
 // Starts the CLI, reads its output (stdout and stderr) until `needle` shows up, the output ends or
 // `seconds` pass, then kills it: for long runs whose first lines are what a test checks.
 std::string output_until(const std::vector<std::string>& args, const std::string& needle, int seconds) {
@@ -58,18 +70,12 @@ std::string output_until(const std::vector<std::string>& args, const std::string
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
   posix_spawn_file_actions_addclose(&actions, fds[0]);
-  std::vector<std::string> owned = {MLAKIT_CLI_PATH};
-  owned.insert(owned.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : owned) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, MLAKIT_CLI_PATH, &actions, nullptr, argv.data(), environ);
+  const pid_t pid = spawn_cli(args, &actions);
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   std::string out;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (rc == 0 && out.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+  while (pid > 0 && out.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
     pollfd p{fds[0], POLLIN, 0};
     if (poll(&p, 1, 100) <= 0) continue;
     char buf[4096];
@@ -78,7 +84,7 @@ std::string output_until(const std::vector<std::string>& args, const std::string
     out.append(buf, size_t(n));
   }
   close(fds[0]);
-  if (rc == 0) {
+  if (pid > 0) {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
@@ -96,21 +102,15 @@ std::string output_on_a_terminal(const std::vector<std::string>& args) {
   posix_spawn_file_actions_addopen(&actions, 1, slave.c_str(), O_RDWR | O_NOCTTY, 0);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawn_file_actions_addclose(&actions, master);
-  std::vector<std::string> owned = {MLAKIT_CLI_PATH};
-  owned.insert(owned.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : owned) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, MLAKIT_CLI_PATH, &actions, nullptr, argv.data(), environ);
+  const pid_t pid = spawn_cli(args, &actions);
   posix_spawn_file_actions_destroy(&actions);
   std::string out;
   char buf[4096];
   ssize_t n;
   // The master reads EIO once the child (the last holder of the slave) has exited.
-  while (rc == 0 && ((n = read(master, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+  while (pid > 0 && ((n = read(master, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
     if (n > 0) out.append(buf, size_t(n));
-  if (rc == 0) waitpid(pid, nullptr, 0);
+  if (pid > 0) waitpid(pid, nullptr, 0);
   close(master);
   return out;
 }
@@ -153,30 +153,30 @@ std::string first_error(const std::string& output) {
   return at == std::string::npos ? "" : output.substr(at, output.find('\n', at) - at);
 }
 
+// Exit 2, the first error line is `first`, and `absent` (what the old parser said or did) is
+// nowhere in the output.
+void expect_root_cause(const std::string& args, const std::string& first, const std::string& absent) {
+  const Result r = cli(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+  EXPECT_EQ(first_error(r.output), first) << args << "\n" << r.output;
+  EXPECT_EQ(r.output.find(absent), std::string::npos) << args << "\n" << r.output;
+}
+
 // Issue 13: `--no-verify` took `--suite` as its value; verify now refuses the option it does not
 // have, and nothing runs (the default suite used to run instead of dsa-edge).
 TEST(Cli, AnUnknownOptionSwallowsNoArgument) {
-  const Result r = cli("verify --no-verify --suite dsa-edge");
-  EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_EQ(first_error(r.output), "mlakit: unknown option --no-verify") << r.output;
-  EXPECT_EQ(r.output.find("dsa-contest"), std::string::npos) << r.output;
+  expect_root_cause("verify --no-verify --suite dsa-edge", "mlakit: unknown option --no-verify", "dsa-contest");
 }
 
 // Issue 13: `--chek` took `--t` as its value, and "kernel '4' is not registered" came first.
 TEST(Cli, TheRootCauseComesFirstWithASuggestion) {
-  const Result r = cli("run --chek --t 4");
-  EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_EQ(first_error(r.output), "mlakit: unknown option --chek (did you mean --check?)") << r.output;
-  EXPECT_EQ(r.output.find("kernel '4'"), std::string::npos) << r.output;
+  expect_root_cause("run --chek --t 4", "mlakit: unknown option --chek (did you mean --check?)", "kernel '4'");
   expect_usage_error("run --t 4 --tt 2", "unknown option --tt (did you mean --t?)");
 }
 
 // Issue 13: an unknown option at the end was "an option that needs a value".
 TEST(Cli, AnUnknownOptionIsCalledUnknown) {
-  const Result r = cli("run --t 4 --bogus");
-  EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_EQ(first_error(r.output), "mlakit: unknown option --bogus") << r.output;
-  EXPECT_EQ(r.output.find("needs a value"), std::string::npos) << r.output;
+  expect_root_cause("run --t 4 --bogus", "mlakit: unknown option --bogus", "needs a value");
 }
 
 // Issue 13: `--check=0` turned checking on, `--no-verify=false` turned verification off.
@@ -199,10 +199,7 @@ TEST(Cli, ExtraPositionalsAreRefused) {
 
 // Issue 13: `-t 4` was read as the kernel key "-t".
 TEST(Cli, ASingleDashOptionIsNoKernelKey) {
-  const Result r = cli("run -t 4");
-  EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_EQ(first_error(r.output), "mlakit: unknown option -t (did you mean --t?)") << r.output;
-  EXPECT_EQ(r.output.find("not registered"), std::string::npos) << r.output;
+  expect_root_cause("run -t 4", "mlakit: unknown option -t (did you mean --t?)", "not registered");
 }
 
 TEST(Cli, AnOptionIsNoValue) {
@@ -213,9 +210,8 @@ TEST(Cli, AnOptionIsNoValue) {
 
 // Issue 13: "--prof: --prof: expected ...".
 TEST(Cli, ProfNamesItsOptionOnce) {
-  const Result r = cli("run --prof foo --t 1");
-  EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_EQ(first_error(r.output), "mlakit: --prof: expected disabled, annotation or ncu, got 'foo'") << r.output;
+  expect_root_cause("run --prof foo --t 1", "mlakit: --prof: expected disabled, annotation or ncu, got 'foo'",
+                    "--prof: --prof");
 }
 
 TEST(Cli, SuitesAndTracesAreCheckedFirst) {

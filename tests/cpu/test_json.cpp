@@ -41,18 +41,25 @@ void expect_error(const std::string& text, const std::string& position, const st
 }
 
 TEST(Json, ErrorsNameTheLineAndColumnOfTheOffendingByte) {
-  expect_error("{\n  \"a\": 1,\n  \"b\" 2\n}", "line 3, column 7", "expected ':'");
-  expect_error("[1, 2,]", "line 1, column 7", "unexpected ']'");
-  expect_error("{\"a\": 1,}", "line 1, column 9", "expected string literal");
-  expect_error("[1 2]", "line 1, column 4", "expected ']'");
-  expect_error("{\"a\": 1", "line 1, column 8", "unexpected end of input");
-  expect_error("\"abc", "line 1, column 5", "missing closing quote");
-  expect_error("{} x", "line 1, column 4", "expected end of input");
-  expect_error("", "line 1, column 1", "unexpected end of input");
-  expect_error("1.", "line 1, column 3", "expected digit after '.'");
-  expect_error("\"a\nb\"", "line 1, column 3", "control character U+000A (LF) must be escaped");
-  expect_error("\"\\ud800\"", "line 1, column 8", "surrogate");
-  expect_error("01", "line 1, column 2", "expected end of input");
+  const struct {
+    const char* text;
+    const char* position;
+    const char* what;
+  } kCases[] = {
+      {"{\n  \"a\": 1,\n  \"b\" 2\n}", "line 3, column 7", "expected ':'"},
+      {"[1, 2,]", "line 1, column 7", "unexpected ']'"},
+      {"{\"a\": 1,}", "line 1, column 9", "expected string literal"},
+      {"[1 2]", "line 1, column 4", "expected ']'"},
+      {"{\"a\": 1", "line 1, column 8", "unexpected end of input"},
+      {"\"abc", "line 1, column 5", "missing closing quote"},
+      {"{} x", "line 1, column 4", "expected end of input"},
+      {"", "line 1, column 1", "unexpected end of input"},
+      {"1.", "line 1, column 3", "expected digit after '.'"},
+      {"\"a\nb\"", "line 1, column 3", "control character U+000A (LF) must be escaped"},
+      {"\"\\ud800\"", "line 1, column 8", "surrogate"},
+      {"01", "line 1, column 2", "expected end of input"},
+  };
+  for (const auto& c : kCases) expect_error(c.text, c.position, c.what);
 }
 
 TEST(Json, InputIsStrict) {
