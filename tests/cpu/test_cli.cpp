@@ -202,6 +202,13 @@ TEST(Cli, ASingleDashOptionIsNoKernelKey) {
   expect_root_cause("run -t 4", "mlakit: unknown option -t (did you mean --t?)", "not registered");
 }
 
+TEST(Cli, IntegersAreDecimal) {
+  const Result r = cli("run --t 010 --topk 256 --num-pages 64 --no-time");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("shape T=10 "), std::string::npos) << r.output;  // not octal 8
+  expect_usage_error("run --t 0x10", "--t: expected an integer, got '0x10'");
+}
+
 TEST(Cli, AnOptionIsNoValue) {
   expect_usage_error("run --tiling --check --t 1", "--tiling: needs a value, got the option '--check'");
   expect_usage_error("bench --iters --seed 3", "--iters: needs a value, got the option '--seed'");

@@ -301,9 +301,8 @@ TEST_F(TraceDataset, ErrorsNameFileLineAndField) {
   // Malformed JSONL.
   write_text(jsonl, lines_ + "{\"definition\": \n");
   st = load(&s);
-  EXPECT_NE(st.message().find(jsonl + ": line 6, column 16: syntax error while parsing value - unexpected end of input"),
-            std::string::npos)
-      << st.message();
+  const std::string at = ": line 6, column 16: syntax error while parsing value - unexpected end of input";
+  EXPECT_NE(st.message().find(jsonl + at), std::string::npos) << st.message();
 
   // An unknown definition lists the ones present.
   st = load(&s, "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps128");

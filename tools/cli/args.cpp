@@ -52,6 +52,7 @@ CLI::Validator integer_check(long long lo, long long hi) {
         if (v.empty() || *end != '\0' || errno != 0) return "expected an integer, got '" + v + "'";
         if (x < lo || x > hi)
           return "expected a value in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v;
+        v = std::to_string(x);  // CLI11 converts with base 0: "010" would be 8
         return "";
       },
       "INT");
@@ -94,7 +95,7 @@ void Args::text(const std::string& name, std::string* out) {
 }
 
 void Args::integer(const std::string& name, long long* out, long long lo, long long hi) {
-  app_->add_option(name, *out)->check(integer_check(lo, hi))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app_->add_option(name, *out)->transform(integer_check(lo, hi))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   names_.push_back(name);
 }
 
