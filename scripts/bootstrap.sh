@@ -9,9 +9,8 @@
 #   .deps/nlohmann_json/include/nlohmann/  nlohmann/json headers, from the pinned Debian package nlohmann-json3-dev
 #   .deps/nvml/include/nvml.h              NVML's header, from the pinned nvidia-nvml-dev wheel
 #
-# CLI11, nlohmann/json and nvml.h are exposed to CMake (MLAKIT_CLI11_INCLUDE, MLAKIT_JSON_INCLUDE,
-# MLAKIT_NVML_INCLUDE and the targets mlakit::cli11, mlakit::nlohmann_json, mlakit::nvml_headers)
-# but no code uses them yet: failing to fetch them is a warning, not an error, until it does.
+# CLI11 (the CLI's arguments), nlohmann/json (every JSON file) and nvml.h (the NVML loader's
+# declarations) are exposed to CMake as mlakit::cli11, mlakit::nlohmann_json, mlakit::nvml_headers.
 #
 #   scripts/bootstrap.sh                   everything above
 #   scripts/bootstrap.sh cutlass ...       only the named parts (cutlass googletest nanobind pytest
@@ -47,7 +46,6 @@ fail() {
   exit 1
 }
 no_registry_hint="On a machine without a package registry, run 'make deps' where PyPI and Debian are reachable and copy the .deps/ folder along with the tree."
-warn() { echo "[bootstrap] warning: $*" >&2; }
 
 # Downloads one pinned wheel (no dependencies) into $2 and checks its sha256; returns non-zero
 # with a message on stderr when either fails.
@@ -156,7 +154,8 @@ fetch_cli11() {
     mv "$tmp/x/usr/include/CLI" "$DEPS/cli11/include/CLI"
     echo "$CLI11_VERSION" >"$DEPS/cli11/VERSION"
   else
-    warn "CLI11 not fetched (not used by the build yet)."
+    rm -rf "$tmp"
+    fail "CLI11 headers could not be fetched (message above)." "$no_registry_hint"
   fi
   rm -rf "$tmp"
 }
@@ -173,7 +172,8 @@ fetch_nlohmann_json() {
     mv "$tmp/x/usr/include/nlohmann" "$DEPS/nlohmann_json/include/nlohmann"
     echo "$JSON_VERSION" >"$DEPS/nlohmann_json/VERSION"
   else
-    warn "nlohmann/json not fetched (not used by the build yet)."
+    rm -rf "$tmp"
+    fail "nlohmann/json headers could not be fetched (message above)." "$no_registry_hint"
   fi
   rm -rf "$tmp"
 }
@@ -200,7 +200,8 @@ PY
     mv "$tmp/nvml.h" "$DEPS/nvml/include/nvml.h"
     echo "$NVML_VERSION" >"$DEPS/nvml/VERSION"
   else
-    warn "nvml.h not fetched (not used by the build yet)."
+    rm -rf "$tmp"
+    fail "nvml.h could not be fetched (message above)." "$no_registry_hint"
   fi
   rm -rf "$tmp"
 }

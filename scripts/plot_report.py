@@ -5,7 +5,8 @@
          device-to-device copy ceiling as a line: the roofline of a gather-bound kernel.
 The newest record per (device, kernel, tiling, suite, workload) is used, as `mlakit report` does.
 
-Exit codes: 0 ok, 2 bad input, 3 matplotlib missing (`mlakit report` turns that into advice).
+Exit codes: 0 ok, 2 bad input or a picture that cannot be drawn, 3 matplotlib missing. Every
+failure is one line on stderr (`mlakit report` quotes it), never a traceback.
 """
 import argparse
 import json
@@ -59,6 +60,9 @@ def main():
     ap.add_argument("--png", required=True, help="picture to write")
     ap.add_argument("--title", default="", help="figure title (default: devices and revisions)")
     args = ap.parse_args()
+    if not args.png.lower().endswith(".png"):
+        print(f"plot_report.py: --png {args.png}: expected a file name ending in .png", file=sys.stderr)
+        return 2
 
     try:
         import matplotlib
@@ -80,6 +84,15 @@ def main():
         print(f"plot_report.py: {args.inp} holds no timed records", file=sys.stderr)
         return 2
 
+    try:
+        draw(plt, records, args)
+    except Exception as e:  # a picture that cannot be drawn or written: one line, not a traceback
+        print(f"plot_report.py: cannot draw {args.png}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def draw(plt, records, args):
     label = series_of(records)
     workloads = list(dict.fromkeys(r.get("workload", "?") for r in records))
     series = list(dict.fromkeys(label(r) for r in records))
@@ -142,12 +155,7 @@ def main():
         title = f"mlakit bench: {devices} (git {revisions})"
     fig.suptitle(title)
     fig.tight_layout()
-    try:
-        fig.savefig(args.png, dpi=120)
-    except OSError as e:
-        print(f"plot_report.py: cannot write {args.png}: {e}", file=sys.stderr)
-        return 2
-    return 0
+    fig.savefig(args.png, dpi=120)
 
 
 if __name__ == "__main__":

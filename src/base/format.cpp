@@ -23,4 +23,16 @@ std::string format_us(double us) { return format_fixed(us, 2) + " us"; }
 
 std::string format_kb(size_t bytes) { return format_fixed(double(bytes) / 1024.0, 1) + " KB"; }
 
+std::string format_bytes(double bytes) {
+  static const char* const kUnits[] = {"KB", "MB", "GB", "TB"};
+  if (bytes < 1024) return format_fixed(bytes, 0) + " B";
+  int unit = 0;
+  bytes /= 1024;
+  while (bytes >= 1024 && unit < 3) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return format_fixed(bytes, 1) + " " + kUnits[unit];
+}
+
 }  // namespace mlakit

@@ -15,5 +15,8 @@ std::string format_sci(double x, int digits);
 std::string format_us(double us);
 // A size in KiB with one decimal: format_kb(232448) = "227.0 KB" (how smem limits are quoted).
 std::string format_kb(size_t bytes);
+// A size in the largest binary unit below it, one decimal: format_bytes(7.3 * 2^30) = "7.3 GB",
+// format_bytes(512) = "512 B" (KB, MB, GB, TB are 2^10, 2^20, 2^30, 2^40 bytes, as format_kb).
+std::string format_bytes(double bytes);
 
 }  // namespace mlakit

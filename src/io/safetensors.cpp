@@ -93,19 +93,19 @@ Status read_tensor_entry(const std::string& path, const std::string& name, const
   if (!st.is_ok()) return fail(path, st.message());
   const int elem = safetensors_dtype_size(t->dtype);
   if (elem == 0) return fail(path, where + ": unknown dtype \"" + t->dtype + "\"");
-  const json::Value& shape = info["shape"];
+  const json::Value& shape = json::member(info, "shape");
   if (!shape.is_array()) return fail(path, where + ": expected \"shape\" as an array of integers");
-  for (const json::Value& d : shape.as_array()) {
-    if (!d.is_integer() || d.as_int() < 0)
+  for (const json::Value& d : shape) {
+    if (!json::is_integer(d) || json::as_int(d) < 0)
       return fail(path, where + ": shape entries must be non-negative integers, got " + json::describe(d));
-    t->shape.push_back(d.as_int());
+    t->shape.push_back(json::as_int(d));
   }
-  const json::Value& offsets = info["data_offsets"];
-  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_integer() ||
-      !offsets[1].is_integer() || offsets[0].as_int() < 0 || offsets[1].as_int() < offsets[0].as_int())
+  const json::Value& offsets = json::member(info, "data_offsets");
+  if (!offsets.is_array() || offsets.size() != 2 || !json::is_integer(offsets[0]) || !json::is_integer(offsets[1]) ||
+      json::as_int(offsets[0]) < 0 || json::as_int(offsets[1]) < json::as_int(offsets[0]))
     return fail(path, where + ": expected \"data_offsets\" as [begin, end] with 0 <= begin <= end");
-  *begin = uint64_t(offsets[0].as_int());
-  *end = uint64_t(offsets[1].as_int());
+  *begin = uint64_t(json::as_int(offsets[0]));
+  *end = uint64_t(json::as_int(offsets[1]));
   // Overflow-safe size check: numel * elem must equal end - begin.
   uint64_t expected = uint64_t(elem);
   for (int64_t d : t->shape) {
@@ -139,10 +139,13 @@ Status read_safetensors(const std::string& path, SafetensorsFile* out) {
     size_t index;
   };
   std::vector<Span> spans;
-  for (const auto& [name, info] : header.as_object()) {
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string& name = it.key();
+    const json::Value& info = it.value();
     if (name == "__metadata__") {
-      for (const auto& [k, v] : info.as_object())
-        if (v.is_string()) out->metadata[k] = v.as_string();
+      if (info.is_object())
+        for (auto m = info.begin(); m != info.end(); ++m)
+          if (m.value().is_string()) out->metadata[m.key()] = m.value().get<std::string>();
       continue;
     }
     HostTensor t;
@@ -166,8 +169,8 @@ Status write_safetensors(const std::string& path, const std::vector<HostTensor>&
   json::Value header = json::Value::object();
   if (!metadata.empty()) {
     json::Value m = json::Value::object();
-    for (const auto& [k, v] : metadata) m.set(k, v);
-    header.set("__metadata__", std::move(m));
+    for (const auto& [k, v] : metadata) m[k] = v;
+    header["__metadata__"] = std::move(m);
   }
   uint64_t offset = 0;
   for (const HostTensor& t : tensors) {
@@ -180,15 +183,10 @@ Status write_safetensors(const std::string& path, const std::vector<HostTensor>&
       return Status::invalid_argument("tensor \"" + t.name + "\": " + std::to_string(t.data.size()) +
                                       " data bytes, but shape " + t.shape_string() + " of " + t.dtype +
                                       " needs " + std::to_string(bytes));
-    json::Value shape = json::Value::array();
-    for (int64_t d : t.shape) shape.push_back(d);
-    json::Value info = json::Value::object();
-    info.set("dtype", t.dtype).set("shape", std::move(shape));
-    info.set("data_offsets", json::Value(json::Value::Array{json::Value(offset), json::Value(offset + bytes)}));
-    header.set(t.name, std::move(info));
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  std::string text = header.dump();
+  std::string text = json::dump(header);
   text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
   std::string file;
   file.reserve(8 + text.size() + offset);

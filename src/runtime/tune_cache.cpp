@@ -97,26 +97,21 @@ Status TuneCache::parse(const std::string& text, const std::string& origin) {
 }
 
 std::string TuneCache::dump() const {
-  json::Value root = json::Value::object();
-  root.set("format", kFormat).set("version", kVersion);
   json::Value list = json::Value::array();
-  for (const TuneEntry& t : entries_) {
-    json::Value e = json::Value::object();
-    e.set("device", t.device)
-        .set("kernel", t.kernel_key)
-        .set("bucket", t.bucket)
-        .set("tiling", t.tiling)
-        .set("median_us", t.median_us)
-        .set("default_us", t.default_us)
-        .set("suite", t.suite)
-        .set("seed", t.seed)
-        .set("workloads", t.workloads)
-        .set("git", t.git)
-        .set("updated", t.updated);
-    list.push_back(std::move(e));
-  }
-  root.set("entries", std::move(list));
-  return root.dump(2) + "\n";
+  for (const TuneEntry& t : entries_)
+    list.push_back({{"device", t.device},
+                    {"kernel", t.kernel_key},
+                    {"bucket", t.bucket},
+                    {"tiling", t.tiling},
+                    {"median_us", json::number(t.median_us)},
+                    {"default_us", json::number(t.default_us)},
+                    {"suite", t.suite},
+                    {"seed", t.seed},
+                    {"workloads", t.workloads},
+                    {"git", t.git},
+                    {"updated", t.updated}});
+  const json::Value root = {{"format", kFormat}, {"version", kVersion}, {"entries", std::move(list)}};
+  return json::dump(root, 2) + "\n";
 }
 
 Status TuneCache::save(const std::string& path) const { return io::write_file_atomic(path, dump()); }

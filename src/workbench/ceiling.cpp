@@ -39,7 +39,7 @@ Status read_cache(const std::string& path, json::Value* root) {
   std::string format;
   int64_t version = 0;
   if (!v.is_object() || !json::get_string(v, "format", &format) || format != kFormat ||
-      !json::get_int(v, "version", &version) || version != kVersion || !v["devices"].is_object())
+      !json::get_int(v, "version", &version) || version != kVersion || !json::member(v, "devices").is_object())
     return Status::io_error(path + ": not a version-1 mlakit.ceiling file");
   *root = std::move(v);
   return Status::ok();
@@ -115,16 +115,15 @@ Status cached_copy_ceiling(const std::string& device_name, CopyCeiling* out,
   const std::string path = resolve(cache_path);
   json::Value root;
   MLAKIT_RETURN_IF_ERROR(read_cache(path, &root));
-  const json::Value* entry = root["devices"].find(device_name);
+  const json::Value* entry = json::find(json::member(root, "devices"), device_name);
   if (!entry) return Status::not_found("no copy ceiling for " + device_name + " in " + path);
   const std::string where = path + ": devices[\"" + device_name + "\"]";
   MLAKIT_RETURN_IF_ERROR(json::get_number(*entry, "copy_gbps", &out->gbps, where));
   if (!(out->gbps > 0)) return Status::io_error(where + ".copy_gbps: expected > 0");
   double repeats = 0;
-  if (entry->find("bytes")) MLAKIT_RETURN_IF_ERROR(json::get_number(*entry, "bytes", &out->bytes, where));
-  if (entry->find("repeats")) MLAKIT_RETURN_IF_ERROR(json::get_number(*entry, "repeats", &repeats, where));
-  if (entry->find("measured"))
-    MLAKIT_RETURN_IF_ERROR(json::get_string(*entry, "measured", &out->measured, where));
+  MLAKIT_RETURN_IF_ERROR(json::get_optional_number(*entry, "bytes", &out->bytes, where));
+  MLAKIT_RETURN_IF_ERROR(json::get_optional_number(*entry, "repeats", &repeats, where));
+  MLAKIT_RETURN_IF_ERROR(json::get_optional_string(*entry, "measured", &out->measured, where));
   out->repeats = int(repeats);
   out->device = device_name;
   out->path = path;
@@ -144,14 +143,13 @@ Status copy_ceiling(int device, CopyCeiling* out, const std::string& cache_path,
   out->path = path;
   json::Value root;
   if (!read_cache(path, &root)) root = json::Value::object();  // unreadable: start it again
-  root.set("format", kFormat).set("version", kVersion);
-  json::Value entry = json::Value::object();
-  entry.set("copy_gbps", std::round(out->gbps * 10) / 10)
-      .set("bytes", out->bytes)
-      .set("repeats", out->repeats)
-      .set("measured", out->measured)
-      .set("git", git_revision());
-  root["devices"].set(out->device, std::move(entry));
+  root["format"] = kFormat;
+  root["version"] = kVersion;
+  root["devices"][out->device] = {{"copy_gbps", json::number(std::round(out->gbps * 10) / 10)},
+                                  {"bytes", json::number(out->bytes)},
+                                  {"repeats", out->repeats},
+                                  {"measured", out->measured},
+                                  {"git", git_revision()}};
   return json::write_file(path, root, 2);
 }
 

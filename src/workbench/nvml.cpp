@@ -1,8 +1,10 @@
-// NVML through dlopen: the few entry points the timer reads, declared here by their C signatures
-// (nvmlReturn_t is an int enum, nvmlDevice_t an opaque pointer, NVML_CLOCK_SM is 1).
+// NVML through dlopen: the entry points the timer reads, typed from nvml.h (the pinned
+// nvidia-nvml-dev header in .deps/; declarations only) and resolved with dlsym at run time, so
+// the binary needs no libnvidia-ml at link or load time and runs where the driver has none.
 #include "workbench/nvml.h"
 
 #include <dlfcn.h>
+#include <nvml.h>
 
 #include <cstdio>
 #include <mutex>
@@ -14,28 +16,27 @@
 namespace mlakit {
 namespace {
 
-using NvmlDevice = void*;
-using NvmlInitFn = int (*)();
-using NvmlHandleByPciFn = int (*)(const char*, NvmlDevice*);
-using NvmlClockFn = int (*)(NvmlDevice, int, unsigned int*);
-using NvmlReasonsFn = int (*)(NvmlDevice, unsigned long long*);
-using NvmlErrorStringFn = const char* (*)(int);
-
-constexpr int kNvmlSuccess = 0;
-constexpr int kNvmlClockSm = 1;
+// decltype takes the declared signatures without referencing the symbols (nothing to link).
+using NvmlInitFn = decltype(&nvmlInit_v2);
+using NvmlHandleByPciFn = decltype(&nvmlDeviceGetHandleByPciBusId_v2);
+using NvmlClockFn = decltype(&nvmlDeviceGetClockInfo);
+using NvmlMaxClockFn = decltype(&nvmlDeviceGetMaxClockInfo);
+// Also the type of the deprecated nvmlDeviceGetCurrentClocksThrottleReasons (the same signature).
+using NvmlReasonsFn = decltype(&nvmlDeviceGetCurrentClocksEventReasons);
+using NvmlErrorStringFn = decltype(&nvmlErrorString);
 
 struct Nvml {
   bool loaded = false;
   std::string error;
   NvmlHandleByPciFn handle_by_pci = nullptr;
   NvmlClockFn clock_info = nullptr;
-  NvmlClockFn max_clock_info = nullptr;
+  NvmlMaxClockFn max_clock_info = nullptr;
   NvmlReasonsFn reasons = nullptr;
   NvmlErrorStringFn error_string = nullptr;
 
-  std::string describe(int rc) const {
+  std::string describe(nvmlReturn_t rc) const {
     const char* s = error_string ? error_string(rc) : nullptr;
-    return s ? std::string(s) : "NVML error " + std::to_string(rc);
+    return s ? std::string(s) : "NVML error " + std::to_string(int(rc));
   }
 };
 
@@ -52,8 +53,8 @@ const Nvml& nvml() {
     auto init = reinterpret_cast<NvmlInitFn>(dlsym(h, "nvmlInit_v2"));
     lib.handle_by_pci = reinterpret_cast<NvmlHandleByPciFn>(dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2"));
     lib.clock_info = reinterpret_cast<NvmlClockFn>(dlsym(h, "nvmlDeviceGetClockInfo"));
-    lib.max_clock_info = reinterpret_cast<NvmlClockFn>(dlsym(h, "nvmlDeviceGetMaxClockInfo"));
-    // Renamed "clocks event reasons" in newer drivers; the older name stays exported.
+    lib.max_clock_info = reinterpret_cast<NvmlMaxClockFn>(dlsym(h, "nvmlDeviceGetMaxClockInfo"));
+    // Renamed "clocks event reasons" in driver 535; older drivers export only the throttle name.
     lib.reasons = reinterpret_cast<NvmlReasonsFn>(dlsym(h, "nvmlDeviceGetCurrentClocksEventReasons"));
     if (!lib.reasons)
       lib.reasons = reinterpret_cast<NvmlReasonsFn>(dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons"));
@@ -63,8 +64,8 @@ const Nvml& nvml() {
                   "nvmlDeviceGetClockInfo";
       return;
     }
-    const int rc = init();
-    if (rc != kNvmlSuccess) {
+    const nvmlReturn_t rc = init();
+    if (rc != NVML_SUCCESS) {
       lib.error = "nvmlInit_v2 failed: " + lib.describe(rc);
       return;
     }
@@ -82,43 +83,61 @@ Status nvml_sample(int cuda_device, NvmlSample* out) {
   char bus_id[32] = {0};
   MLAKIT_RETURN_IF_ERROR(
       cuda_status(cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), cuda_device), "cudaDeviceGetPCIBusId"));
-  NvmlDevice dev = nullptr;
-  int rc = lib.handle_by_pci(bus_id, &dev);
-  if (rc != kNvmlSuccess)
+  nvmlDevice_t dev = nullptr;
+  nvmlReturn_t rc = lib.handle_by_pci(bus_id, &dev);
+  if (rc != NVML_SUCCESS)
     return Status::not_found("NVML has no device at PCI " + std::string(bus_id) + ": " +
                              lib.describe(rc));
   unsigned int mhz = 0;
-  rc = lib.clock_info(dev, kNvmlClockSm, &mhz);
-  if (rc != kNvmlSuccess) return Status::device_error("nvmlDeviceGetClockInfo: " + lib.describe(rc));
+  rc = lib.clock_info(dev, NVML_CLOCK_SM, &mhz);
+  if (rc != NVML_SUCCESS) return Status::device_error("nvmlDeviceGetClockInfo: " + lib.describe(rc));
   out->sm_clock_mhz = int(mhz);
-  if (lib.max_clock_info && lib.max_clock_info(dev, kNvmlClockSm, &mhz) == kNvmlSuccess)
+  if (lib.max_clock_info && lib.max_clock_info(dev, NVML_CLOCK_SM, &mhz) == NVML_SUCCESS)
     out->sm_clock_max_mhz = int(mhz);
   unsigned long long mask = 0;
-  if (lib.reasons && lib.reasons(dev, &mask) == kNvmlSuccess) out->throttle_mask = mask;
+  if (lib.reasons && lib.reasons(dev, &mask) == NVML_SUCCESS) out->throttle_mask = mask;
   return Status::ok();
 }
 
+namespace {
+
+// Every clocks-event reason nvml.h declares, idle aside, by the name records and tables show.
+struct ThrottleReason {
+  unsigned long long bit;
+  const char* name;
+};
+constexpr ThrottleReason kThrottleReasons[] = {
+    {nvmlClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
+    {nvmlClocksEventReasonSwPowerCap, "sw_power_cap"},
+    {nvmlClocksThrottleReasonHwSlowdown, "hw_slowdown"},
+    {nvmlClocksEventReasonSyncBoost, "sync_boost"},
+    {nvmlClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
+    {nvmlClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
+    {nvmlClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
+    {nvmlClocksEventReasonDisplayClockSetting, "display_clock_setting"},
+};
+
+constexpr unsigned long long named_reasons() {
+  unsigned long long all = nvmlClocksEventReasonGpuIdle;  // known, and dropped on purpose (workbench/nvml.h)
+  for (const ThrottleReason& r : kThrottleReasons) all |= r.bit;
+  return all;
+}
+// A newer nvml.h that declares another reason fails here until the table names it.
+static_assert(named_reasons() == (unsigned long long)(nvmlClocksEventReasonAll),
+              "nvml.h declares a clocks-event reason that kThrottleReasons does not name");
+
+}  // namespace
+
 std::string describe_throttle(uint64_t mask) {
-  static constexpr struct {
-    uint64_t bit;
-    const char* name;
-  } kReasons[] = {
-      {0x2, "applications_clocks_setting"}, {0x4, "sw_power_cap"},
-      {0x8, "hw_slowdown"},                 {0x10, "sync_boost"},
-      {0x20, "sw_thermal_slowdown"},        {0x40, "hw_thermal_slowdown"},
-      {0x80, "hw_power_brake_slowdown"},    {0x100, "display_clock_setting"},
-  };
   std::string s;
-  uint64_t known = 0x1;  // gpu_idle: dropped on purpose
-  for (const auto& r : kReasons) {
-    known |= r.bit;
+  for (const ThrottleReason& r : kThrottleReasons) {
     if (!(mask & r.bit)) continue;
     if (!s.empty()) s += ',';
     s += r.name;
   }
-  if (mask & ~known) {
+  if (const uint64_t other = mask & ~uint64_t(named_reasons())) {
     char hex[32];
-    std::snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(mask & ~known));
+    std::snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(other));
     s += s.empty() ? "other:" : ",other:";
     s += hex;
   }

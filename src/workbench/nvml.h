@@ -1,6 +1,6 @@
-// NVML, loaded at run time (dlopen "libnvidia-ml.so.1"; no nvml.h needed at build time): the SM
-// clock and the clock-throttle reasons of a CUDA device, read while a benchmark runs. Read-only:
-// mlakit never sets clocks.
+// NVML, loaded at run time (dlopen "libnvidia-ml.so.1"; the entry points are typed from the
+// pinned nvml.h, which only declares): the SM clock and the clock-event (throttle) reasons of a
+// CUDA device, read while a benchmark runs. Read-only: mlakit never sets clocks.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +21,9 @@ struct NvmlSample {
 // unavailable; never prints.
 Status nvml_sample(int cuda_device, NvmlSample* out);
 
-// "none", or a comma-separated list of reasons ("sw_power_cap,hw_thermal_slowdown"). The idle bit
-// is dropped: an idle GPU between calls says nothing about the clock a kernel ran at.
+// "none", or a comma-separated list of reasons ("sw_power_cap,hw_thermal_slowdown"), one name
+// for each reason nvml.h declares; bits it does not declare as "other:0x...". The idle bit is
+// dropped: an idle GPU between calls says nothing about the clock a kernel ran at.
 std::string describe_throttle(uint64_t mask);
 
 }  // namespace mlakit

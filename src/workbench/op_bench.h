@@ -22,6 +22,7 @@
 #include "plan/cost.h"
 #include "plan/kernel_entry.h"
 #include "runtime/planner.h"
+#include "workbench/host_budget.h"
 #include "workbench/timer.h"
 #include "workbench/verify.h"
 
@@ -34,6 +35,7 @@ struct WorkloadInfo {
   std::string bucket;  // its tune-cache shape bucket
   int num_tokens = 0;  // query tokens: the tables' "T" column
   Cost cost;           // roofline counts of one call
+  HostFootprint host;  // host memory and time its inputs and CPU reference take (workbench/host_budget.h)
 };
 
 template <class Op>
@@ -121,7 +123,8 @@ class OpBench {
   virtual Status load_trace(const std::string& dir, const std::string& definition, uint64_t seed,
                             std::unique_ptr<BenchSuite>* out) const = 0;
   virtual const std::vector<ShapeOption>& shape_options() const = 0;
-  // One synthetic workload from the shape options; kInvalidArgument naming the bad option.
+  // One synthetic workload from the shape options; kInvalidArgument naming the bad option, or the
+  // option that sizes a workload past the host-memory limit (checked before any synthesis).
   virtual Status make_shape(const ShapeArgs& args, uint64_t seed,
                             std::unique_ptr<BenchSuite>* out) const = 0;
   // The kernel-name filter `--prof ncu` profiles by default ("dsa_").

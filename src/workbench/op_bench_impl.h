@@ -13,8 +13,9 @@
 //   static Status load_trace(const std::string& dir, const std::string& definition, uint64_t seed,
 //                            std::vector<Workload>*);   // kUnsupported without a trace reader
 //   static const std::vector<ShapeOption>& shape_options();
+//   static Status shape_footprint(const ShapeArgs&, HostFootprint*);  // before make_shape synthesizes
 //   static Status make_shape(const ShapeArgs&, uint64_t seed, Workload*);
-//   static WorkloadInfo describe(const Workload&);
+//   static WorkloadInfo describe(const Workload&);     // its .host too (workbench/host_budget.h)
 //   static std::string reference_header();
 //   static Status run(const Plan&, const Tensors&, void* workspace, size_t bytes, cudaStream_t);
 // and ops.cpp lists OpBenchT<Traits>.
@@ -222,6 +223,9 @@ class OpBenchT final : public OpBench {
 
   Status make_shape(const ShapeArgs& args, uint64_t seed,
                     std::unique_ptr<BenchSuite>* out) const override {
+    HostFootprint footprint;
+    MLAKIT_RETURN_IF_ERROR(Op::shape_footprint(args, &footprint));
+    MLAKIT_RETURN_IF_ERROR(check_host_footprint(footprint, footprint.sized_by));
     Workload w;
     MLAKIT_RETURN_IF_ERROR(Op::make_shape(args, seed, &w));
     std::string title = "shape " + w.problem.to_string();

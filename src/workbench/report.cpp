@@ -3,7 +3,9 @@
 
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "base/format.h"
 #include "base/run_info.h"
 #include "io/file.h"
+#include "mlakit/version.h"
 
 extern char** environ;
 
@@ -58,6 +61,7 @@ BenchRecord make_bench_record(const BenchRun& run, const WorkloadInfo& w, const 
                               double ceiling_gbps) {
   BenchRecord r;
   r.git = git_revision();
+  r.version = MLAKIT_VERSION_STRING;
   r.time = utc_timestamp();
   r.op = run.op;
   r.kernel_key = run.kernel_key;
@@ -91,43 +95,40 @@ BenchRecord make_bench_record(const BenchRun& run, const WorkloadInfo& w, const 
 }
 
 json::Value to_json(const BenchRecord& r) {
+  using json::number;
   json::Value v = json::Value::object();
-  v.set("git", r.git)
-      .set("time", r.time)
-      .set("op", r.op)
-      .set("kernel", r.kernel_key)
-      .set("tiling", r.tiling)
-      .set("suite", r.suite)
-      .set("workload", r.workload)
-      .set("shape", r.shape)
-      .set("T", r.num_tokens)
-      .set("device", r.device)
-      .set("sm_clock_mhz", r.sm_clock_mhz)
-      .set("throttle", r.throttle)
-      .set("method", r.method)
-      .set("iters", r.iters)
-      .set("median_us", round_to(r.median_us, 3))
-      .set("p10_us", round_to(r.p10_us, 3))
-      .set("p90_us", round_to(r.p90_us, 3))
-      .set("mean_us", round_to(r.mean_us, 3))
-      .set("host_us", round_to(r.host_us, 3))
-      .set("bytes", r.bytes)
-      .set("flops", r.flops)
-      .set("gbps", round_to(r.gbps, 1))
-      .set("tflops", round_to(r.tflops, 3))
-      .set("ceiling_gbps", round_to(r.ceiling_gbps, 1))
-      .set("pct_of_ceiling", round_to(r.pct_of_ceiling, 2));
-  if (r.verify_ran) {
-    // NaN: the op has no output of that name.
-    const auto err = [](double x) { return std::isnan(x) ? json::Value() : json::Value(x); };
-    v.set("verified", r.verified)
-        .set("max_abs_err_output", err(r.max_abs_err_output))
-        .set("max_abs_err_lse", err(r.max_abs_err_lse));
-  } else {
-    v.set("verified", nullptr).set("max_abs_err_output", nullptr).set("max_abs_err_lse", nullptr);
-  }
-  if (r.floor_us > 0) v.set("floor", r.floor_key).set("floor_us", round_to(r.floor_us, 3));
-  else v.set("floor", nullptr).set("floor_us", nullptr);
+  v["git"] = r.git;
+  v["version"] = r.version;
+  v["time"] = r.time;
+  v["op"] = r.op;
+  v["kernel"] = r.kernel_key;
+  v["tiling"] = r.tiling;
+  v["suite"] = r.suite;
+  v["workload"] = r.workload;
+  v["shape"] = r.shape;
+  v["T"] = r.num_tokens;
+  v["device"] = r.device;
+  v["sm_clock_mhz"] = r.sm_clock_mhz;
+  v["throttle"] = r.throttle;
+  v["method"] = r.method;
+  v["iters"] = r.iters;
+  v["median_us"] = number(round_to(r.median_us, 3));
+  v["p10_us"] = number(round_to(r.p10_us, 3));
+  v["p90_us"] = number(round_to(r.p90_us, 3));
+  v["mean_us"] = number(round_to(r.mean_us, 3));
+  v["host_us"] = number(round_to(r.host_us, 3));
+  v["bytes"] = number(r.bytes);
+  v["flops"] = number(r.flops);
+  v["gbps"] = number(round_to(r.gbps, 1));
+  v["tflops"] = number(round_to(r.tflops, 3));
+  v["ceiling_gbps"] = number(round_to(r.ceiling_gbps, 1));
+  v["pct_of_ceiling"] = number(round_to(r.pct_of_ceiling, 2));
+  // Not verified: null; an error of an output the op does not have (NaN): null.
+  v["verified"] = r.verify_ran ? json::Value(r.verified) : json::Value();
+  v["max_abs_err_output"] = r.verify_ran ? number(r.max_abs_err_output) : json::Value();
+  v["max_abs_err_lse"] = r.verify_ran ? number(r.max_abs_err_lse) : json::Value();
+  v["floor"] = r.floor_us > 0 ? json::Value(r.floor_key) : json::Value();
+  v["floor_us"] = r.floor_us > 0 ? number(round_to(r.floor_us, 3)) : json::Value();
   return v;
 }
 
@@ -142,7 +143,7 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where)
     *dst = int(x);
     return Status::ok();
   };
-  for (Status st : {str("git", &r->git), str("time", &r->time), str("op", &r->op),
+  for (Status st : {str("git", &r->git), str("version", &r->version), str("time", &r->time), str("op", &r->op),
                     str("kernel", &r->kernel_key),
                     str("tiling", &r->tiling), str("suite", &r->suite), str("workload", &r->workload),
                     str("shape", &r->shape), integer("T", &r->num_tokens), str("device", &r->device),
@@ -157,7 +158,7 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where)
                     dbl("max_abs_err_lse", &r->max_abs_err_lse), str("floor", &r->floor_key),
                     dbl("floor_us", &r->floor_us)})
     MLAKIT_RETURN_IF_ERROR(st);
-  if (const json::Value* m = v.find("verified"); m && !m->is_null()) {
+  if (const json::Value* m = json::find(v, "verified"); m && !m->is_null()) {
     MLAKIT_RETURN_IF_ERROR(json::get_bool(v, "verified", &r->verified, where));
     r->verify_ran = true;
   }
@@ -189,6 +190,37 @@ std::string to_csv_row(const BenchRecord& r) {
   return row;
 }
 
+namespace {
+
+// The CSV's existing text, checked to carry this version's header ("" when new or empty).
+Status existing_csv(const std::string& csv, std::string* text) {
+  text->clear();
+  if (!io::file_exists(csv)) return Status::ok();
+  MLAKIT_RETURN_IF_ERROR(io::read_file(csv, text));
+  const std::string first = text->substr(0, text->find('\n'));
+  if (!text->empty() && first != csv_header())
+    return Status::io_error(csv + " has other columns than this mlakit writes (an older "
+                            "version?); move it away to start a new one");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status check_bench_output(const std::string& out_dir) {
+  if (io::file_exists(out_dir) && !io::is_directory(out_dir)) return Status::io_error("is a file, not a folder");
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return Status::io_error("cannot create the folder: " + ec.message());
+  if (access(out_dir.c_str(), W_OK) != 0) return Status::io_error(std::string("not writable: ") + std::strerror(errno));
+  for (const char* name : {"bench.jsonl", "bench.csv"}) {
+    const std::string f = io::join_path(out_dir, name);
+    if (io::file_exists(f) && access(f.c_str(), W_OK) != 0)
+      return Status::io_error(f + " is not writable: " + std::strerror(errno));
+  }
+  std::string csv;
+  return existing_csv(io::join_path(out_dir, "bench.csv"), &csv);
+}
+
 Status append_bench_records(const std::string& out_dir, const std::vector<BenchRecord>& records) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
@@ -196,20 +228,11 @@ Status append_bench_records(const std::string& out_dir, const std::vector<BenchR
   const std::string jsonl = io::join_path(out_dir, "bench.jsonl");
   const std::string csv = io::join_path(out_dir, "bench.csv");
   std::string csv_text;
-  if (io::file_exists(csv)) {
-    std::string existing;
-    MLAKIT_RETURN_IF_ERROR(io::read_file(csv, &existing));
-    const std::string first = existing.substr(0, existing.find('\n'));
-    if (!existing.empty() && first != csv_header())
-      return Status::io_error(csv + " has other columns than this mlakit writes (an older "
-                              "version?); move it away to start a new one");
-    if (existing.empty()) csv_text = csv_header() + "\n";
-  } else {
-    csv_text = csv_header() + "\n";
-  }
+  MLAKIT_RETURN_IF_ERROR(existing_csv(csv, &csv_text));
+  csv_text = csv_text.empty() ? csv_header() + "\n" : "";
   std::string lines;
   for (const BenchRecord& r : records) {
-    lines += to_json(r).dump() + "\n";
+    lines += json::dump(to_json(r)) + "\n";
     csv_text += to_csv_row(r) + "\n";
   }
   MLAKIT_RETURN_IF_ERROR(io::append_file(jsonl, lines));
@@ -300,29 +323,80 @@ Status find_plot_script(std::string* path) {
                            "); set MLAKIT_SOURCE_DIR to the mlakit source folder");
 }
 
-Status render_report_png(const std::string& jsonl_path, const std::string& png_path) {
-  std::string script;
-  MLAKIT_RETURN_IF_ERROR(find_plot_script(&script));
-  std::vector<std::string> args = {"python3", script, "--in", jsonl_path, "--png", png_path};
+Status check_png_path(const std::string& png_path) {
+  const std::filesystem::path p(png_path);
+  std::string ext = p.extension().string();
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (ext != ".png") return Status::invalid_argument("expected a file name ending in .png");
+  const std::string folder = p.parent_path().empty() ? "." : p.parent_path().string();
+  if (!io::is_directory(folder)) return Status::invalid_argument("no folder " + folder + " to write it in");
+  if (io::is_directory(png_path)) return Status::invalid_argument("is a folder");
+  return Status::ok();
+}
+
+namespace {
+
+// Runs argv (argv[0] looked up on PATH) with stdout and stderr into one pipe; `*output` gets what
+// it wrote, `*code` its exit code (127 when it could not be started).
+Status run_captured(std::vector<std::string> args, std::string* output, int* code) {
+  int fds[2];
+  if (pipe(fds) != 0) return Status::io_error(std::string("pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, "python3", nullptr, nullptr, argv.data(), environ);
-  if (rc != 0)
-    return Status::not_found(std::string("python3 not found on PATH (") + std::strerror(rc) +
-                             "): the picture needs python3 with matplotlib");
+  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    *code = 127;
+    return Status::ok();
+  }
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) output->append(buf, size_t(n));
+  close(fds[0]);
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0)
     if (errno != EINTR) return Status::io_error(std::string("waitpid: ") + std::strerror(errno));
-  const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+  *code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+  return Status::ok();
+}
+
+// The last non-blank line of a script's output, without the script's own "name: " prefix: the
+// reason, never a whole traceback.
+std::string last_line(const std::string& output, const std::string& prefix) {
+  std::string line;
+  std::istringstream in(output);
+  for (std::string l; std::getline(in, l);)
+    if (l.find_first_not_of(" \t\r") != std::string::npos) line = l;
+  if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+  return line.empty() ? "no message" : line;
+}
+
+}  // namespace
+
+Status render_report_png(const std::string& jsonl_path, const std::string& png_path) {
+  std::string script;
+  MLAKIT_RETURN_IF_ERROR(find_plot_script(&script));
+  std::string output;
+  int code = 0;
+  MLAKIT_RETURN_IF_ERROR(run_captured({"python3", script, "--in", jsonl_path, "--png", png_path}, &output, &code));
   if (code == 0) return Status::ok();
   if (code == 127) return Status::not_found("python3 not found on PATH: the picture needs python3 with matplotlib");
   // plot_report.py exits 3 when matplotlib cannot be imported.
   if (code == 3)
     return Status::not_found("matplotlib is not installed for python3 (python3 -m pip install "
                              "matplotlib); the table above has the same numbers");
-  return Status::io_error(script + " failed with exit code " + std::to_string(code));
+  return Status::io_error(script + " failed (exit code " + std::to_string(code) + "): " +
+                          last_line(output, "plot_report.py: "));
 }
 
 }  // namespace mlakit

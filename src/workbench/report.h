@@ -19,6 +19,7 @@ namespace mlakit {
 
 struct BenchRecord {
   std::string git;          // short revision of the source tree ("+dirty" when modified), "unknown"
+  std::string version;      // mlakit's version (MLAKIT_VERSION_STRING; "" in records written before it)
   std::string time;         // UTC, ISO 8601
   std::string op;           // "dsa_decode" (records written before it existed: the key's prefix)
   std::string kernel_key;   // "dsa_decode.v1_splitk.bf16"
@@ -73,6 +74,10 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where 
 std::string csv_header();           // no newline; "op" is the last column (added last)
 std::string to_csv_row(const BenchRecord& r);  // no newline; RFC 4180 quoting
 
+// Creates out_dir when missing and checks that bench.jsonl and bench.csv can be appended there:
+// kIoError naming the reason (not a folder, not writable, a CSV with other columns). Bench runs
+// call it before any work.
+Status check_bench_output(const std::string& out_dir);
 // Appends to <out_dir>/bench.jsonl and <out_dir>/bench.csv (created with a header when new;
 // kIoError when an existing CSV has another header). Creates out_dir.
 Status append_bench_records(const std::string& out_dir, const std::vector<BenchRecord>& records);
@@ -86,8 +91,12 @@ std::string format_bench_table(const std::vector<BenchRecord>& records);
 // Finds scripts/plot_report.py: $MLAKIT_SOURCE_DIR/scripts, next to the executable (../scripts,
 // ../../scripts), ./scripts.
 Status find_plot_script(std::string* path);
-// Runs `python3 plot_report.py --in JSONL --png PNG`. kNotFound when python3 or matplotlib is
-// missing (the message says what to install), kIoError when the script failed.
+// What a picture may be written to: a path ending in .png (any case) in an existing folder;
+// kInvalidArgument saying which it is not. matplotlib picks the format by the suffix.
+Status check_png_path(const std::string& png_path);
+// Runs `python3 plot_report.py --in JSONL --png PNG` with its output captured. kNotFound when
+// python3 or matplotlib is missing (the message says what to install), kIoError when the script
+// failed (the message is its last line: the reason, not a traceback).
 Status render_report_png(const std::string& jsonl_path, const std::string& png_path);
 
 }  // namespace mlakit

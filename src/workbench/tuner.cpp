@@ -29,6 +29,9 @@ struct TuneRun {
   void log(const std::string& line) const {
     if (o.log) o.log(line);
   }
+  void progress(const std::string& status) const {
+    if (o.progress) o.progress(status);
+  }
   std::string elapsed() const {
     return format_fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1) +
            " s";
@@ -92,6 +95,9 @@ Status time_workload(const TuneRun& r, const BucketGroup& group, size_t j,
   for (size_t k = 0; k < choices.size(); ++k) {
     TuneCandidateResult& c = br->candidates[k];
     if (!c.skip_reason.empty()) continue;
+    r.progress(br->bucket + ", workload " + std::to_string(j + 1) + "/" + std::to_string(group.workloads.size()) +
+               " " + name + ": tiling " + std::to_string(k + 1) + "/" + std::to_string(choices.size()) + " " +
+               c.tiling + " (" + r.elapsed() + ")");
     double us = 0;
     if (const Status st = evaluate(*r.session, choices[k].plans[j], r.o, &us); !st) {
       c.skip_reason = name + ": " + st.message();

@@ -52,6 +52,9 @@ struct TuneOptions {
   DeviceFacts device;       // a dry run plans for these facts; a real run for the current device
   const OpBench* op = nullptr;  // null = the op table's entry for the kernel's op
   std::function<void(const std::string&)> log;  // progress lines; null = silent
+  // A transient status before each (tiling, workload) is timed, for a terminal's progress line
+  // ("bucket 1/3 T8..., workload 2/4 contest-05: tiling 7/40 s16n64x2m4"); null = none.
+  std::function<void(const std::string&)> progress;
 };
 
 struct TuneCandidateResult {

@@ -1,5 +1,5 @@
-// The header-only libraries the host code moves to (CLI11, nlohmann/json, nvml.h) compile with the
-// project's C++ standard and warnings, and do what the switch will rely on. Prints the versions.
+// The header-only libraries the host code uses (CLI11, nlohmann/json, nvml.h) compile with the
+// project's C++ standard and warnings, and do what the code relies on. Prints the versions.
 #include <cstdio>
 #include <string>
 

@@ -2,11 +2,30 @@
 // devices work without a GPU.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-#include <string>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mlakit/version.h"
+#include "temp_dir.h"
+#include "workbench/dsa/bench.h"
+#include "workbench/host_budget.h"
+
+extern char** environ;
+
+namespace mlakit {
 namespace {
 
 struct Result {
@@ -14,8 +33,10 @@ struct Result {
   std::string output;  // stdout + stderr
 };
 
-Result cli(const std::string& args) {
-  const std::string cmd = std::string(MLAKIT_CLI_PATH) + " " + args + " 2>&1";
+// Runs the CLI through the shell: `env` may set variables ("MLAKIT_HOST_MEMORY_LIMIT=16G") or
+// limits ("ulimit -v 1000000;").
+Result cli(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " " + std::string(MLAKIT_CLI_PATH) + " " + args + " 2>&1";
   Result r{-1, ""};
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -25,6 +46,73 @@ Result cli(const std::string& args) {
   const int status = pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Starts the CLI with `args` and the file actions (stdout and stderr somewhere); -1 when it could
+// not start.
+pid_t spawn_cli(const std::vector<std::string>& args, const posix_spawn_file_actions_t* actions) {
+  std::vector<std::string> owned = {MLAKIT_CLI_PATH};
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : owned) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  return posix_spawn(&pid, MLAKIT_CLI_PATH, actions, nullptr, argv.data(), environ) == 0 ? pid : -1;
+}
+
+// Starts the CLI, reads its output (stdout and stderr) until `needle` shows up, the output ends or
+// `seconds` pass, then kills it: for long runs whose first lines are what a test checks.
+std::string output_until(const std::vector<std::string>& args, const std::string& needle, int seconds) {
+  int fds[2];
+  if (pipe(fds) != 0) return "";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  const pid_t pid = spawn_cli(args, &actions);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (pid > 0 && out.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, size_t(n));
+  }
+  close(fds[0]);
+  if (pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  return out;
+}
+
+// Runs the CLI with a pseudo-terminal as its stdout and stderr (a terminal user's view) and
+// returns everything it wrote.
+std::string output_on_a_terminal(const std::vector<std::string>& args) {
+  const int master = posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) return "no pseudo-terminal";
+  const std::string slave = ptsname(master);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, slave.c_str(), O_RDWR | O_NOCTTY, 0);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addclose(&actions, master);
+  const pid_t pid = spawn_cli(args, &actions);
+  posix_spawn_file_actions_destroy(&actions);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  // The master reads EIO once the child (the last holder of the slave) has exited.
+  while (pid > 0 && ((n = read(master, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+    if (n > 0) out.append(buf, size_t(n));
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  close(master);
+  return out;
 }
 
 void expect_usage_error(const std::string& args, const std::string& message) {
@@ -57,6 +145,203 @@ TEST(Cli, BadArgumentsNameTheArgument) {
   expect_usage_error("bench --suite no-such-suite", "no-such-suite");
   expect_usage_error("bench --iters", "option --iters needs a value");
   expect_usage_error("verify --seeds 0", "--seeds: expected a value in [1, 100]");
+}
+
+// The first "mlakit: ..." line of the output (the root cause).
+std::string first_error(const std::string& output) {
+  const size_t at = output.find("mlakit: ");
+  return at == std::string::npos ? "" : output.substr(at, output.find('\n', at) - at);
+}
+
+// Exit 2, the first error line is `first`, and `absent` (what the old parser said or did) is
+// nowhere in the output.
+void expect_root_cause(const std::string& args, const std::string& first, const std::string& absent) {
+  const Result r = cli(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+  EXPECT_EQ(first_error(r.output), first) << args << "\n" << r.output;
+  EXPECT_EQ(r.output.find(absent), std::string::npos) << args << "\n" << r.output;
+}
+
+// Issue 13: `--no-verify` took `--suite` as its value; verify now refuses the option it does not
+// have, and nothing runs (the default suite used to run instead of dsa-edge).
+TEST(Cli, AnUnknownOptionSwallowsNoArgument) {
+  expect_root_cause("verify --no-verify --suite dsa-edge", "mlakit: unknown option --no-verify", "dsa-contest");
+}
+
+// Issue 13: `--chek` took `--t` as its value, and "kernel '4' is not registered" came first.
+TEST(Cli, TheRootCauseComesFirstWithASuggestion) {
+  expect_root_cause("run --chek --t 4", "mlakit: unknown option --chek (did you mean --check?)", "kernel '4'");
+  expect_usage_error("run --t 4 --tt 2", "unknown option --tt (did you mean --t?)");
+}
+
+// Issue 13: an unknown option at the end was "an option that needs a value".
+TEST(Cli, AnUnknownOptionIsCalledUnknown) {
+  expect_root_cause("run --t 4 --bogus", "mlakit: unknown option --bogus", "needs a value");
+}
+
+// Issue 13: `--check=0` turned checking on, `--no-verify=false` turned verification off.
+TEST(Cli, AFlagGivenAValueIsRefused) {
+  expect_usage_error("run --t 1 --check=0", "--check takes no value, got '--check=0'");
+  expect_usage_error("run --t 1 --check=true", "--check takes no value");
+  expect_usage_error("bench --no-verify=false", "--no-verify takes no value, got '--no-verify=false'");
+  expect_usage_error("tune --dry-run=1", "--dry-run takes no value");
+}
+
+// Issue 13: extra positionals were ignored.
+TEST(Cli, ExtraPositionalsAreRefused) {
+  for (const char* args : {"list extra", "devices extra", "report extra", "ceiling extra"})
+    expect_usage_error(args, "unexpected argument 'extra'");
+  for (const char* args : {"bench dsa_decode extra", "verify dsa_decode extra", "run dsa_decode extra --t 1",
+                           "tune dsa_decode.v1_splitk.bf16 extra"})
+    expect_usage_error(args, "unexpected argument 'extra' (at most one op or kernel key)");
+  expect_usage_error("bench extra", "kernel 'extra' is not registered");  // the one positional: an op or a key
+}
+
+// Issue 13: `-t 4` was read as the kernel key "-t".
+TEST(Cli, ASingleDashOptionIsNoKernelKey) {
+  expect_root_cause("run -t 4", "mlakit: unknown option -t (did you mean --t?)", "not registered");
+}
+
+TEST(Cli, IntegersAreDecimal) {
+  const Result r = cli("run --t 010 --topk 256 --num-pages 64 --no-time");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("shape T=10 "), std::string::npos) << r.output;  // not octal 8
+  expect_usage_error("run --t 0x10", "--t: expected an integer, got '0x10'");
+}
+
+TEST(Cli, AnOptionIsNoValue) {
+  expect_usage_error("run --tiling --check --t 1", "--tiling: needs a value, got the option '--check'");
+  expect_usage_error("bench --iters --seed 3", "--iters: needs a value, got the option '--seed'");
+  expect_usage_error("bench --suite", "option --suite needs a value");
+}
+
+// Issue 13: "--prof: --prof: expected ...".
+TEST(Cli, ProfNamesItsOptionOnce) {
+  expect_root_cause("run --prof foo --t 1", "mlakit: --prof: expected disabled, annotation or ncu, got 'foo'",
+                    "--prof: --prof");
+}
+
+TEST(Cli, SuitesAndTracesAreCheckedFirst) {
+  expect_usage_error("tune --suite nope", "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge)");
+  const Result r = cli("tune --suite nope --dry-run");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.output.find("tune dsa_decode"), std::string::npos) << r.output;  // no header before the error
+  EXPECT_EQ(r.output.find("needs a GPU"), std::string::npos) << r.output;
+  expect_usage_error("bench --suite dsa-edge --trace x", "--suite and --trace: give one of them");
+  expect_usage_error("bench --definition d", "--definition NAME only applies with --trace DIR");
+}
+
+TEST(Cli, Version) {
+  const Result r = cli("--version");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output, std::string("mlakit ") + MLAKIT_VERSION_STRING + "\n");
+  expect_usage_error("--bogus", "unknown option --bogus");
+}
+
+// Issue 13: `run --t 1 --num-pages 1000000` died in std::bad_alloc (exit 134) and `run --t 1048576`
+// grew past 8 GB; the host memory a shape needs is estimated before synthesis and refused past the
+// limit, naming the option that sized it. The limit is set here so that machines with more memory
+// refuse too.
+TEST(Cli, AShapePastTheHostMemoryLimitIsAUsageError) {
+  Result r = cli("run --t 1 --num-pages 1000000", "MLAKIT_HOST_MEMORY_LIMIT=16G");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output).rfind("mlakit: --num-pages 1000000: the run needs about 68.7 GB of host memory "
+                                        "(caches 68.7 GB", 0),
+            0u)
+      << r.output;
+  EXPECT_NE(r.output.find("more than the limit of 16.0 GB (MLAKIT_HOST_MEMORY_LIMIT=16G)"), std::string::npos)
+      << r.output;
+  r = cli("run --t 1048576", "MLAKIT_HOST_MEMORY_LIMIT=16G");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output).rfind("mlakit: --t 1048576: the run needs about 170.1 GB", 0), 0u) << r.output;
+  // Without the variable the limit is the machine's memory (no machine here has 1.2 TB).
+  r = cli("run --t 1 --num-pages 16777216");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--num-pages 16777216: the run needs about 1.1 TB of host memory"), std::string::npos)
+      << r.output;
+  r = cli("run --t 1", "MLAKIT_HOST_MEMORY_LIMIT=lots");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("MLAKIT_HOST_MEMORY_LIMIT: expected a size such as 16G, 512M or 17179869184, got 'lots'"),
+            std::string::npos)
+      << r.output;
+}
+
+// Issue 13: `run --t 3000` took a minute and 7.5 GB with no word. Runs whose host work is estimated
+// past 10 s say so on stderr before it starts. The estimate scales with the hardware threads: where
+// --t 3000 is quick, no warning is due and the test has nothing to check.
+TEST(Cli, ALongRunIsAnnounced) {
+  std::unique_ptr<BenchSuite> suite;
+  const Status st = dsa_bench().make_shape({{"t", 3000}}, 1, &suite);
+  if (st.code() == Code::kInvalidArgument) GTEST_SKIP() << "this machine has too little memory: " << st.message();
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  const std::string expected = long_run_warning(suite->info(0).host, true, suite->title());
+  if (expected.empty()) GTEST_SKIP() << "--t 3000 is estimated under 10 s with this machine's threads";
+  const std::string out = output_until({"run", "--t", "3000", "--check"}, "warning", 60);
+  EXPECT_NE(out.find("mlakit: warning: " + expected), std::string::npos) << out;
+  EXPECT_NE(expected.find("the host work takes about"), std::string::npos) << expected;
+}
+
+// An allocation that fails anyway (here: an address-space limit the estimate does not know) ends in
+// one message and exit 1, not std::terminate.
+TEST(Cli, AnAllocationFailureIsCaught) {
+  const Result r = cli("run --t 600 --no-time", "ulimit -v 1000000;");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("mlakit: out of host memory: an allocation failed"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
+// Issue 13: `bench --trace FILE` said "no such dataset folder" for a file that exists.
+TEST(Cli, ATraceThatIsAFileIsNamedAsOne) {
+  const test::TempDir dir;
+  std::FILE* f = std::fopen(dir.file("trace.jsonl").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  expect_usage_error("bench --trace " + dir.file("trace.jsonl"),
+                     "mlakit: --trace: " + dir.file("trace.jsonl") +
+                         ": is a file, not a FlashInfer-Trace dataset folder (definitions/, workloads/, blob/)");
+  expect_usage_error("bench --trace " + dir.file("none"), dir.file("none") + ": no such dataset folder");
+}
+
+// Issue 13: a bad --out was reported after the whole run, with exit 0.
+TEST(Cli, ABadOutFolderIsRefusedBeforeAnyWork) {
+  const test::TempDir dir;
+  std::FILE* f = std::fopen(dir.file("file").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  Result r = cli("bench --suite dsa-contest --out " + dir.file("file"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output), "mlakit: --out " + dir.file("file") + ": is a file, not a folder") << r.output;
+  EXPECT_EQ(r.output.find("contest-00"), std::string::npos) << r.output;  // nothing ran
+  r = cli("run --t 1 --out " + dir.file("file/sub"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(first_error(r.output).find("--out " + dir.file("file/sub") + ": cannot create the folder"),
+            std::string::npos)
+      << r.output;
+  // A bench.csv of other columns would be refused at the end: now before the start.
+  f = std::fopen(dir.file("bench.csv").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("git,time,kernel\n", f);
+  std::fclose(f);
+  expect_usage_error("run --t 1 --out " + dir.str(), "has other columns than this mlakit writes");
+  EXPECT_EQ(cli("run --t 1 --no-time --out " + dir.file("file")).code, 0);  // --no-time writes no records
+}
+
+// Issue 13: progress on a terminal for long runs; quiet in pipes and logs, and with --quiet.
+TEST(Cli, ProgressOnlyOnATerminal) {
+  const std::string line = "\r[1/23] contest-00: ";
+  std::string out = output_on_a_terminal({"bench", "--suite", "dsa-contest", "--iters", "3", "--warmup", "1"});
+  EXPECT_NE(out.find(line), std::string::npos) << out;
+  EXPECT_NE(out.find("\r[23/23] contest-22: "), std::string::npos) << out;
+  EXPECT_NE(out.find("contest-22"), std::string::npos) << out;
+  out = output_on_a_terminal({"bench", "--suite", "dsa-contest", "--iters", "3", "--warmup", "1", "--quiet"});
+  EXPECT_EQ(out.find("[1/23]"), std::string::npos) << out;
+  EXPECT_NE(out.find("contest-22"), std::string::npos) << out;  // the table is all there
+  const Result piped = cli("bench --suite dsa-contest --iters 3 --warmup 1");
+  EXPECT_EQ(piped.code, 0) << piped.output;
+  EXPECT_EQ(piped.output.find('\r'), std::string::npos) << piped.output;
+  EXPECT_EQ(piped.output.find("[1/23]"), std::string::npos) << piped.output;
+  expect_usage_error("tune --quiet=1", "--quiet takes no value");
+  EXPECT_EQ(cli("tune --dry-run --quiet").code, 0);
 }
 
 TEST(Cli, ListShowsEveryKernelWithItsArch) {
@@ -114,3 +399,4 @@ TEST(Cli, RunOneSmallShape) {
 }
 
 }  // namespace
+}  // namespace mlakit

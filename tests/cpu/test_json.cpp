@@ -1,13 +1,12 @@
-// The JSON reader/writer: values, round trips, exact integers, escapes, error messages with line
-// and column, JSON Lines, checked lookups, files.
+// src/io/json.h, mlakit's layer over nlohmann/json: error messages with line and column, strict
+// input, numbers written as the files always had them, JSON Lines with their line numbers,
+// checked lookups naming the field, lookups that never throw, files.
 #include <gtest/gtest.h>
 
 #include "temp_dir.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "io/file.h"
@@ -33,186 +32,168 @@ std::string parse_error(const std::string& text) {
   return s.message();
 }
 
-
-TEST(Json, ParsesEveryType) {
-  const Value v = parse_ok(R"( {"n": null, "t": true, "f": false, "i": -42, "d": 2.5e-3,
-                              "s": "hi", "a": [1, [2], {}], "o": {"k": "v"}} )");
-  ASSERT_TRUE(v.is_object());
-  EXPECT_TRUE(v["n"].is_null());
-  EXPECT_TRUE(v["t"].as_bool());
-  EXPECT_TRUE(v["f"].is_bool());
-  EXPECT_FALSE(v["f"].as_bool());
-  EXPECT_TRUE(v["i"].is_integer());
-  EXPECT_EQ(v["i"].as_int(), -42);
-  EXPECT_DOUBLE_EQ(v["d"].as_double(), 2.5e-3);
-  EXPECT_FALSE(v["d"].is_integer());
-  EXPECT_EQ(v["s"].as_string(), "hi");
-  EXPECT_EQ(v["a"].size(), 3u);
-  EXPECT_EQ(v["a"][1][0].as_int(), 2);
-  EXPECT_TRUE(v["a"][2].is_object());
-  EXPECT_EQ(v["o"]["k"].as_string(), "v");
-  EXPECT_TRUE(v["missing"].is_null());
-  EXPECT_TRUE(v["a"][99].is_null());
-  EXPECT_EQ(v.find("missing"), nullptr);
-  EXPECT_TRUE(v.contains("n"));
+// The message starts with the position and names what was wrong.
+void expect_error(const std::string& text, const std::string& position, const std::string& what) {
+  const std::string m = parse_error(text);
+  EXPECT_EQ(m.rfind(position + ": ", 0), 0u) << text << " -> " << m;
+  EXPECT_NE(m.find(what), std::string::npos) << text << " -> " << m;
+  EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;  // nlohmann's prefix is dropped
 }
 
-TEST(Json, IntegersAreExact) {
-  const Value v = parse_ok("[9007199254740993, -9223372036854775808, 9223372036854775807, 5.0, 1e3, 18446744073709551616]");
-  EXPECT_EQ(v[0].as_int(), 9007199254740993LL);  // 2^53 + 1: not representable as double
-  EXPECT_EQ(v[1].as_int(), INT64_MIN);
-  EXPECT_EQ(v[2].as_int(), INT64_MAX);
-  EXPECT_TRUE(v[3].is_integer());
-  EXPECT_EQ(v[3].as_int(), 5);
-  EXPECT_EQ(v[4].as_int(), 1000);
-  EXPECT_FALSE(v[5].is_integer());  // 2^64: beyond int64, held as a double
-  EXPECT_DOUBLE_EQ(v[5].as_double(), 18446744073709551616.0);
-  EXPECT_EQ(v.dump(), "[9007199254740993,-9223372036854775808,9223372036854775807,5,1000,18446744073709551616]");
+TEST(Json, ErrorsNameTheLineAndColumnOfTheOffendingByte) {
+  const struct {
+    const char* text;
+    const char* position;
+    const char* what;
+  } kCases[] = {
+      {"{\n  \"a\": 1,\n  \"b\" 2\n}", "line 3, column 7", "expected ':'"},
+      {"[1, 2,]", "line 1, column 7", "unexpected ']'"},
+      {"{\"a\": 1,}", "line 1, column 9", "expected string literal"},
+      {"[1 2]", "line 1, column 4", "expected ']'"},
+      {"{\"a\": 1", "line 1, column 8", "unexpected end of input"},
+      {"\"abc", "line 1, column 5", "missing closing quote"},
+      {"{} x", "line 1, column 4", "expected end of input"},
+      {"", "line 1, column 1", "unexpected end of input"},
+      {"1.", "line 1, column 3", "expected digit after '.'"},
+      {"\"a\nb\"", "line 1, column 3", "control character U+000A (LF) must be escaped"},
+      {"\"\\ud800\"", "line 1, column 8", "surrogate"},
+      {"01", "line 1, column 2", "expected end of input"},
+  };
+  for (const auto& c : kCases) expect_error(c.text, c.position, c.what);
 }
 
-TEST(Json, DoublesRoundTripShortest) {
+TEST(Json, InputIsStrict) {
+  // Python writes NaN and Infinity; mlakit's files never hold them, and a reader meeting one says where.
+  expect_error("[NaN]", "line 1, column 2", "invalid literal");
+  expect_error("[1, -Infinity]", "line 1, column 6", "invalid number");
+  expect_error("\"caf\xe9\"", "line 1, column 6", "ill-formed UTF-8");  // seen at the byte after
+}
+
+TEST(Json, DeepNestingIsNoCrash) {
+  EXPECT_NE(parse_error(std::string(100000, '[')).find("unexpected end of input"), std::string::npos);
+  const Value v = parse_ok(std::string(10000, '[') + std::string(10000, ']'));
+  EXPECT_TRUE(v.is_array());
+}
+
+TEST(Json, IntegersAreExactAndIntegralDoublesQualify) {
+  const Value v = parse_ok("[9007199254740993, -9223372036854775808, 9223372036854775807, 5.0, 1e3, "
+                           "18446744073709551615, 1.5]");
+  EXPECT_EQ(json::as_int(v[0]), 9007199254740993LL);  // 2^53 + 1: not representable as double
+  EXPECT_EQ(json::as_int(v[1]), INT64_MIN);
+  EXPECT_EQ(json::as_int(v[2]), INT64_MAX);
+  EXPECT_TRUE(json::is_integer(v[3]));
+  EXPECT_EQ(json::as_int(v[3]), 5);
+  EXPECT_EQ(json::as_int(v[4]), 1000);
+  EXPECT_FALSE(json::is_integer(v[5]));  // 2^64 - 1: beyond int64
+  EXPECT_FALSE(json::is_integer(v[6]));
+  EXPECT_EQ(json::as_int(v[6]), 0);
+}
+
+TEST(Json, NumbersAreWrittenAsTheFilesHadThem) {
+  EXPECT_EQ(json::dump(json::number(2359296.0)), "2359296");  // integral: no ".0"
+  EXPECT_EQ(json::dump(json::number(-0.0)), "0");
+  EXPECT_EQ(json::dump(json::number(0.1)), "0.1");
+  EXPECT_EQ(json::dump(json::number(12.346)), "12.346");
+  EXPECT_EQ(json::dump(json::number(1e19)), "1e+19");  // past int64: a double
   for (double d : {0.1, 0.1352337788608801, -1.5e-300, 6.02214076e23, 1.0 / 3.0}) {
-    const std::string text = Value(d).dump();
-    const Value back = parse_ok(text);
-    EXPECT_EQ(back.as_double(), d) << text;
+    const std::string text = json::dump(json::number(d));
+    EXPECT_EQ(parse_ok(text).get<double>(), d) << text;
   }
-  EXPECT_EQ(Value(0.1).dump(), "0.1");
-  EXPECT_EQ(Value(2.0).dump(), "2");
+  const Value v = {json::number(std::nan("")), json::number(HUGE_VAL), json::number(-HUGE_VAL)};
+  EXPECT_EQ(json::dump(v), "[null,null,null]");  // strict JSON has no NaN or infinity
 }
 
-TEST(Json, NonFiniteNumbers) {
-  // Accepted on input (Python's json writes them), written as null (strict JSON).
-  const Value v = parse_ok("[NaN, Infinity, -Infinity]");
-  EXPECT_TRUE(std::isnan(v[0].as_double()));
-  EXPECT_EQ(v[1].as_double(), HUGE_VAL);
-  EXPECT_EQ(v[2].as_double(), -HUGE_VAL);
-  EXPECT_EQ(v.dump(), "[null,null,null]");
-}
-
-TEST(Json, StringEscapesAndUnicode) {
-  const Value v = parse_ok(R"(["a\"b\\c\/d\n\t\r\b\f", "\u00e9\u4e2d", "\ud83d\ude00", "caf\u00E9"])");
-  EXPECT_EQ(v[0].as_string(), "a\"b\\c/d\n\t\r\b\f");
-  EXPECT_EQ(v[1].as_string(), "\xc3\xa9\xe4\xb8\xad");
-  EXPECT_EQ(v[2].as_string(), "\xf0\x9f\x98\x80");  // U+1F600 from a surrogate pair
-  EXPECT_EQ(v[3].as_string(), "caf\xc3\xa9");
-  const Value ctl(std::string("x\x01y\"\n"));
-  EXPECT_EQ(ctl.dump(), R"("x\u0001y\"\n")");
-  EXPECT_EQ(parse_ok(ctl.dump()), ctl);
-}
-
-TEST(Json, RoundTripCompactAndPretty) {
+TEST(Json, DumpKeepsOrderEscapesAndNeverThrows) {
   const std::string text =
-      R"({"definition":"dsa","workload":{"uuid":"0c23","axes":{"num_tokens":8,"num_pages":8462},)"
-      R"("inputs":{"sm_scale":{"type":"scalar","value":0.1352337788608801},"q":{"type":"random"}}},)"
+      R"({"definition":"dsa","workload":{"uuid":"0c23","axes":{"num_tokens":8,"num_pages":8462}},)"
       R"("solution":null,"list":[true,false,[],{}],"e":"\u00e9"})";
   const Value v = parse_ok(text);
-  EXPECT_EQ(v.dump(), std::string(text).replace(text.find("\\u00e9"), 6, "\xc3\xa9"));
-  const std::string pretty = v.dump(2);
+  EXPECT_EQ(json::dump(v), std::string(text).replace(text.find("\\u00e9"), 6, "\xc3\xa9"));
+  const std::string pretty = json::dump(v, 2);
   EXPECT_NE(pretty.find("\n  \"workload\": {\n    \"uuid\": \"0c23\""), std::string::npos) << pretty;
   EXPECT_EQ(parse_ok(pretty), v);
-  // Insertion order is kept.
-  EXPECT_EQ(v.as_object()[0].first, "definition");
-  EXPECT_EQ(v.as_object()[1].first, "workload");
-}
-
-TEST(Json, BuildAndEdit) {
-  Value line = Value::object();
-  line.set("key", "dsa_decode.v1_splitk.bf16").set("median_us", 12.5).set("T", 8).set("ok", true);
-  line["shape"]["pages"] = 8462;   // operator[] creates nested objects
-  line["samples"].push_back(1.5);  // and arrays
-  line["samples"].push_back(2);
-  line.set("T", 16);  // replaces in place
-  EXPECT_EQ(line.dump(),
-            R"({"key":"dsa_decode.v1_splitk.bf16","median_us":12.5,"T":16,"ok":true,"shape":{"pages":8462},)"
-            R"("samples":[1.5,2]})");
-  Value arr = Value::array();
-  arr.push_back("x");
-  arr[0] = Value(3);
-  EXPECT_EQ(arr.dump(), "[3]");
-  EXPECT_EQ(Value(int64_t(-7)).as_int(), -7);
-  EXPECT_FALSE(Value(uint64_t(1) << 63).is_integer());  // beyond int64: a double
-  EXPECT_EQ(Value(uint64_t(1) << 63).dump(), "9223372036854775808");
-  EXPECT_NE(Value(1), Value("1"));
-  EXPECT_EQ(Value(1), Value(1.0));
+  EXPECT_EQ(v.begin().key(), "definition");  // insertion order
+  EXPECT_EQ(json::dump(Value(std::string("x\x01y\"\n"))), R"("x\u0001y\"\n")");
+  EXPECT_EQ(json::dump(Value(std::string("a\xff"))), "\"a\xef\xbf\xbd\"");  // U+FFFD, no exception
 }
 
 TEST(Json, RepeatedKeyKeepsTheLast) {
   const Value v = parse_ok(R"({"a": 1, "a": 2})");
-  EXPECT_EQ(v["a"].as_int(), 2);
+  EXPECT_EQ(v.size(), 1u);
+  EXPECT_EQ(json::as_int(v["a"]), 2);
 }
 
-TEST(Json, ErrorsNameLineAndColumn) {
-  EXPECT_EQ(parse_error("{\n  \"a\": 1,\n  \"b\" 2\n}"), "line 3, column 7: expected ':' after object key \"b\", got '2'");
-  EXPECT_EQ(parse_error("[1, 2,]"), "line 1, column 7: expected a value, got ']'");
-  EXPECT_EQ(parse_error("{\"a\": 1,}"), "line 1, column 9: expected a string key in object, got '}'");
-  EXPECT_EQ(parse_error("[1 2]"), "line 1, column 4: expected ',' or ']' in array, got '2'");
-  EXPECT_EQ(parse_error("{\"a\": 1"), "line 1, column 8: expected ',' or '}' in object, got end of input");
-  EXPECT_EQ(parse_error("\"abc"), "line 1, column 5: unterminated string");
-  EXPECT_EQ(parse_error("tru"), "line 1, column 1: expected a value, got 't'");
-  EXPECT_EQ(parse_error("{} x"), "line 1, column 4: unexpected 'x' after the JSON value");
-  EXPECT_EQ(parse_error(""), "line 1, column 1: unexpected end of input, expected a value");
-  EXPECT_EQ(parse_error("-"), "line 1, column 2: expected a digit in number, got end of input");
-  EXPECT_EQ(parse_error("1."), "line 1, column 3: expected a digit after '.', got end of input");
-  EXPECT_EQ(parse_error("\"a\\x\""), "line 1, column 3: invalid escape '\\x' in string");
-  EXPECT_EQ(parse_error("\"a\nb\""), "line 1, column 3: control character in string (escape it as \\u00XX)");
-  EXPECT_EQ(parse_error("\"\\ud800\""), "line 1, column 8: lone high surrogate in \\u escape");
-  EXPECT_EQ(parse_error("01"), "line 1, column 2: unexpected '1' after the JSON value");
-  EXPECT_NE(parse_error(std::string(1000, '[')).find("nesting deeper than"), std::string::npos);
-}
-
-TEST(Json, Lines) {
+TEST(Json, LinesNameTheLineOfTheText) {
   std::vector<Value> rows;
-  ASSERT_TRUE(json::parse_lines("{\"a\":1}\n\n  \n[2]\r\n3", &rows).is_ok());
+  std::vector<int> lines;
+  ASSERT_TRUE(json::parse_lines("{\"a\":1}\n\n  \n[2]\r\n3", &rows, &lines).is_ok());
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0]["a"].as_int(), 1);
-  EXPECT_EQ(rows[1][0].as_int(), 2);
-  EXPECT_EQ(rows[2].as_int(), 3);
+  EXPECT_EQ(json::as_int(rows[0]["a"]), 1);
+  EXPECT_EQ(json::as_int(rows[1][0]), 2);
+  EXPECT_EQ(json::as_int(rows[2]), 3);
+  EXPECT_EQ(lines, (std::vector<int>{1, 4, 5}));
   const Status s = json::parse_lines("{\"a\":1}\n\n{\"b\":}\n", &rows);
   ASSERT_FALSE(s.is_ok());
-  EXPECT_EQ(s.message(), "line 3, column 6: expected a value, got '}'");
+  EXPECT_EQ(s.message().rfind("line 3, column 6: ", 0), 0u) << s.message();
 }
 
-TEST(Json, CheckedLookups) {
-  const Value v = parse_ok(R"({"axes": {"num_tokens": "8", "num_pages": 8462, "x": 1.5}, "name": "d"})");
+TEST(Json, LookupsNeverThrow) {
+  const Value v = parse_ok(R"({"name": "d", "n": 3, "o": {"k": "v"}})");
+  EXPECT_EQ(json::find(v, "missing"), nullptr);
+  EXPECT_EQ(json::find(v["n"], "k"), nullptr);  // not an object
+  EXPECT_TRUE(json::member(json::member(v, "missing"), "deeper").is_null());
+  EXPECT_EQ(json::string_or(json::member(v, "o"), "k"), "v");
+  EXPECT_EQ(json::string_or(v, "n", "fallback"), "fallback");  // not a string
+  EXPECT_EQ(json::string_or(v, "absent"), "");
+}
+
+TEST(Json, CheckedLookupsNameTheField) {
+  const Value v = parse_ok(R"({"axes": {"num_tokens": "8", "num_pages": 8462, "x": 1.5}, "name": "d", "z": null})");
+  const Value& axes = json::member(v, "axes");
   int64_t i = 0;
-  Status s = json::get_int(v["axes"], "num_tokens", &i, "workload.axes");
+  Status s = json::get_int(axes, "num_tokens", &i, "workload.axes");
   EXPECT_EQ(s.message(), "workload.axes.num_tokens: expected an integer, got string \"8\"");
-  s = json::get_int(v["axes"], "num_heads", &i, "workload.axes");
+  s = json::get_int(axes, "num_heads", &i, "workload.axes");
   EXPECT_EQ(s.message(), "workload.axes: missing key \"num_heads\"");
-  s = json::get_int(v["axes"], "x", &i, "workload.axes");
+  s = json::get_int(axes, "x", &i, "workload.axes");
   EXPECT_EQ(s.message(), "workload.axes.x: expected an integer, got number 1.5");
-  ASSERT_TRUE(json::get_int(v["axes"], "num_pages", &i, "workload.axes").is_ok());
+  ASSERT_TRUE(json::get_int(axes, "num_pages", &i, "workload.axes").is_ok());
   EXPECT_EQ(i, 8462);
   double d = 0;
-  ASSERT_TRUE(json::get_number(v["axes"], "x", &d).is_ok());
+  ASSERT_TRUE(json::get_number(axes, "x", &d).is_ok());
   EXPECT_EQ(d, 1.5);
   std::string str;
   ASSERT_TRUE(json::get_string(v, "name", &str).is_ok());
   EXPECT_EQ(str, "d");
-  s = json::get_string(v["name"], "k", &str, "definition.name");
+  s = json::get_string(json::member(v, "name"), "k", &str, "definition.name");
   EXPECT_EQ(s.message(), "definition.name: expected an object, got string \"d\"");
   bool b = false;
   EXPECT_FALSE(json::get_bool(v, "name", &b).is_ok());
+  // Optional members: absent or null leave the output alone; another type still fails.
+  i = 7;
+  EXPECT_TRUE(json::get_optional_int(v, "z", &i).is_ok());
+  EXPECT_TRUE(json::get_optional_int(v, "absent", &i).is_ok());
+  EXPECT_EQ(i, 7);
+  EXPECT_FALSE(json::get_optional_string(v, "axes", &str).is_ok());
 }
 
 TEST(Json, Files) {
   const test::TempDir dir;
   const std::string path = dir.file("sub/cache.json");
-  Value v = Value::object();
-  v.set("kernel", "k").set("tiling", "s16n64x2m4").set("us", 11.25);
+  const Value v = {{"kernel", "k"}, {"tiling", "s16n64x2m4"}, {"us", 11.25}};
   ASSERT_TRUE(json::write_file(path, v).is_ok());
   Value back;
   ASSERT_TRUE(json::parse_file(path, &back).is_ok());
   EXPECT_EQ(back, v);
 
   const std::string lines = dir.file("bench.jsonl");
-  ASSERT_TRUE(json::append_line(lines, v).is_ok());
-  v.set("us", 12);
-  ASSERT_TRUE(json::append_line(lines, v).is_ok());
+  Value w = v;
+  w["us"] = 12;
+  ASSERT_TRUE(io::write_file_atomic(lines, json::dump(v) + "\n" + json::dump(w) + "\n").is_ok());
   std::vector<Value> rows;
   ASSERT_TRUE(json::parse_lines_file(lines, &rows).is_ok());
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[1]["us"].as_int(), 12);
+  EXPECT_EQ(json::as_int(rows[1]["us"]), 12);
 
   Status s = json::parse_file(dir.file("missing.json"), &back);
   EXPECT_EQ(s.code(), Code::kIoError);
@@ -220,7 +201,8 @@ TEST(Json, Files) {
   ASSERT_TRUE(io::write_file_atomic(dir.file("bad.json"), "{\n\"a\": tru\n}").is_ok());
   s = json::parse_file(dir.file("bad.json"), &back);
   EXPECT_EQ(s.code(), Code::kIoError);
-  EXPECT_EQ(s.message(), dir.file("bad.json") + ": line 2, column 6: expected a value, got 't'");
+  // nlohmann knows "tru" is no literal when it reads the newline after it.
+  EXPECT_EQ(s.message().rfind(dir.file("bad.json") + ": line 2, column 9: ", 0), 0u) << s.message();
 }
 
 }  // namespace

@@ -8,11 +8,13 @@
 #include "temp_dir.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "base/format.h"
 #include "plan/dsa/contract.h"
 #include "plan/op_kernel.h"
 #include "runtime/planner.h"
@@ -188,6 +190,15 @@ struct ScaleBench {
   static const std::vector<ShapeOption>& shape_options() {
     static const std::vector<ShapeOption> options = {{"rows", 1, 1 << 20, true, "number of rows"}};
     return options;
+  }
+  // Input and output floats of `rows` rows.
+  static Status shape_footprint(const ShapeArgs& args, HostFootprint* out) {
+    ScaleProblem p;
+    p.rows = int(args.at("rows"));
+    out->bytes = 2.0 * 4.0 * double(p.elems());
+    out->detail = "input and output " + format_bytes(out->bytes);
+    out->sized_by = "--rows " + std::to_string(p.rows);
+    return Status::ok();
   }
   static Status make_shape(const ShapeArgs& args, uint64_t, ScaleWorkload* out) {
     out->name = "shape";
@@ -402,6 +413,13 @@ TEST(OpNeutral, TheOpTableServesTheCli) {
   EXPECT_EQ(suite->title(), "shape R=5 H=4 W=8");
   EXPECT_EQ(op.load_trace("x", "", 1, &suite).code(), Code::kUnsupported);
   EXPECT_EQ(op.make_suite("nope", 1, &suite).code(), Code::kNotFound);
+  // A shape past the host-memory limit is refused before anything is made, naming its option.
+  setenv("MLAKIT_HOST_MEMORY_LIMIT", "1K", 1);
+  const Status big = op.make_shape({{"rows", 1 << 20}}, 1, &suite);
+  unsetenv("MLAKIT_HOST_MEMORY_LIMIT");
+  EXPECT_EQ(big.code(), Code::kInvalidArgument);
+  EXPECT_EQ(big.message(), "--rows 1048576: the run needs about 256.0 MB of host memory (input and output "
+                           "256.0 MB), more than the limit of 1.0 KB (MLAKIT_HOST_MEMORY_LIMIT=1K)");
   // The production table: DSA, found by name and by its suites.
   ASSERT_NE(find_op_bench("dsa_decode"), nullptr);
   EXPECT_EQ(op_bench_of_suite("dsa-serving"), find_op_bench("dsa_decode"));

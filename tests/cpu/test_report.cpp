@@ -10,12 +10,14 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "base/run_info.h"
 #include "io/json.h"
+#include "mlakit/version.h"
 #include "workbench/ceiling.h"
 #include "workbench/cupti_spans.h"
 #include "workbench/nvml.h"
@@ -48,6 +50,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 BenchRecord sample_record(const std::string& workload, double median) {
   BenchRecord r;
   r.git = "abc1234+dirty";
+  r.version = "0.1.0";
   r.time = "2026-11-21T10:00:00Z";
   r.op = "dsa_decode";
   r.kernel_key = "dsa_decode.v1_splitk.bf16";
@@ -100,10 +103,11 @@ TEST(BenchRecordTest, JsonRoundTrip) {
   const BenchRecord r = sample_record("contest-07", 12.3456789);
   const json::Value v = to_json(r);
   json::Value parsed;
-  ASSERT_TRUE(json::parse(v.dump(), &parsed).is_ok());
+  ASSERT_TRUE(json::parse(json::dump(v), &parsed).is_ok());
   BenchRecord back;
   ASSERT_TRUE(from_json(parsed, &back).is_ok());
   EXPECT_EQ(back.git, r.git);
+  EXPECT_EQ(back.version, r.version);
   EXPECT_EQ(back.op, "dsa_decode");
   EXPECT_EQ(back.kernel_key, r.kernel_key);
   EXPECT_EQ(back.tiling, r.tiling);
@@ -121,7 +125,8 @@ TEST(BenchRecordTest, JsonRoundTrip) {
   EXPECT_TRUE(back.verified);
   EXPECT_DOUBLE_EQ(back.max_abs_err_output, 0.015625);
   // The spec's fields of a bench line are all there.
-  for (const char* key : {"git", "op", "kernel", "shape", "device", "median_us", "p90_us", "gbps", "pct_of_ceiling"})
+  for (const char* key : {"git", "version", "op", "kernel", "shape", "device", "median_us", "p90_us", "gbps",
+                          "pct_of_ceiling"})
     EXPECT_TRUE(v.contains(key)) << key;
 }
 
@@ -130,7 +135,7 @@ TEST(BenchRecordTest, TheFloorOfTheSameRunRoundTrips) {
   r.floor_key = "dsa_decode.floor_gather.bf16";
   r.floor_us = 14.6874;
   json::Value parsed;
-  ASSERT_TRUE(json::parse(to_json(r).dump(), &parsed).is_ok());
+  ASSERT_TRUE(json::parse(json::dump(to_json(r)), &parsed).is_ok());
   BenchRecord back;
   ASSERT_TRUE(from_json(parsed, &back).is_ok());
   EXPECT_EQ(back.floor_key, r.floor_key);
@@ -155,9 +160,8 @@ TEST(BenchRecordTest, UnverifiedRecordsWriteNulls) {
 
 TEST(BenchRecordTest, RecordsWithoutAnOpTakeItFromTheKernelKey) {
   json::Value v = to_json(sample_record("contest-01", 10));
-  json::Value old = json::Value::object();
-  for (const auto& [key, value] : v.as_object())
-    if (key != "op") old.set(key, value);
+  json::Value old = v;
+  old.erase("op");
   BenchRecord back;
   ASSERT_TRUE(from_json(old, &back).is_ok());
   EXPECT_EQ(back.op, "dsa_decode");
@@ -183,6 +187,8 @@ TEST(BenchRecordTest, MadeFromAWorkloadARunAndTheOpsOutputs) {
   const BenchRun run{"suite dsa-serving", "dsa_decode", "dsa_decode.v1_splitk.bf16", "s1n64x2m4"};
   BenchRecord r = make_bench_record(run, w, h200, t, 50, &v, 4000);
   EXPECT_EQ(r.op, "dsa_decode");
+  EXPECT_EQ(r.version, MLAKIT_VERSION_STRING);  // mlakit's version in every record
+  EXPECT_EQ(to_json(r)["version"], MLAKIT_VERSION_STRING);
   EXPECT_EQ(r.suite, "suite dsa-serving");
   EXPECT_EQ(r.tiling, "s1n64x2m4");
   EXPECT_EQ(r.shape, w.shape);
@@ -388,6 +394,9 @@ TEST(Throttle, NamesTheReasonsAndDropsIdle) {
   EXPECT_EQ(describe_throttle(0x1), "none");
   EXPECT_EQ(describe_throttle(0x4 | 0x40), "sw_power_cap,hw_thermal_slowdown");
   EXPECT_EQ(describe_throttle(0x1000), "other:0x1000");
+  // Every reason of nvml.h's nvmlClocksEventReasonAll (0x1ff in the pinned 13.0 header) has a name.
+  EXPECT_EQ(describe_throttle(0x80 | 0x100), "hw_power_brake_slowdown,display_clock_setting");
+  EXPECT_EQ(describe_throttle(0x1ff).find("other"), std::string::npos) << describe_throttle(0x1ff);
 }
 
 // --- profiling helpers --------------------------------------------------------------------------
@@ -455,9 +464,10 @@ struct CliResult {
   std::string output;
 };
 
-CliResult run_cli(const std::string& args) {
+// `env`: a shell prefix, "PATH=/x:$PATH".
+CliResult run_cli(const std::string& args, const std::string& env = "") {
   CliResult r;
-  const std::string cmd = std::string(MLAKIT_CLI_PATH) + " " + args + " 2>&1";
+  const std::string cmd = env + " " + std::string(MLAKIT_CLI_PATH) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[512];
@@ -491,12 +501,72 @@ TEST(Cli, TuneDryRunListsSkipReasonsWithoutWriting) {
   EXPECT_FALSE(fs::exists(dir.file("t.json")));
 }
 
-TEST(Cli, ReportOfAMissingFileSaysSo) {
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Cli, ReportOfAMissingFileSaysSoOnce) {
   if (!cli_built()) GTEST_SKIP() << "CLI not built";
   TempDir dir;
   const CliResult r = run_cli("report --in " + dir.file("none.jsonl"));
-  EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("none.jsonl"), std::string::npos) << r.output;
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(count(r.output, "none.jsonl"), 1u) << r.output;
+  EXPECT_EQ(count(r.output, "\n"), 1u) << r.output;  // one message
+}
+
+// A stand-in for python3 on PATH: `body` is its shell script.
+std::string fake_python(const TempDir& dir, const std::string& body) {
+  std::ofstream(dir.file("python3")) << "#!/bin/sh\n" << body << "\n";
+  fs::permissions(dir.file("python3"), fs::perms::owner_all);
+  return "PATH=" + dir.str() + ":$PATH MLAKIT_SOURCE_DIR=" + MLAKIT_SOURCE_DIR;
+}
+
+// Issue 13: `report --png out.txt` ended in matplotlib's traceback (it picks the format by suffix).
+TEST(Cli, ReportRefusesAPictureThatIsNoPngBeforeAnyWork) {
+  if (!cli_built()) GTEST_SKIP() << "CLI not built";
+  TempDir dir;
+  ASSERT_TRUE(append_bench_records(dir.str(), {sample_record("contest-03", 11)}).is_ok());
+  CliResult r = run_cli("report --in " + dir.file("bench.jsonl") + " --png " + dir.file("out.txt"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--png " + dir.file("out.txt") + ": expected a file name ending in .png"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("contest-03"), std::string::npos) << r.output;  // refused before the table
+  r = run_cli("report --in " + dir.file("bench.jsonl") + " --png " + dir.file("no/such/folder/x.png"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("no folder " + dir.file("no/such/folder")), std::string::npos) << r.output;
+}
+
+// Issue 13: matplotlib's absence was reported twice (the script's line, then the CLI's).
+TEST(Cli, ReportSaysOnceThatMatplotlibIsMissing) {
+  if (!cli_built()) GTEST_SKIP() << "CLI not built";
+  TempDir dir, bin;
+  ASSERT_TRUE(append_bench_records(dir.str(), {sample_record("contest-03", 11)}).is_ok());
+  const char* real = std::getenv("PATH");
+  ASSERT_NE(real, nullptr);
+  // python3 -S: no site-packages, so matplotlib cannot be imported wherever it is installed.
+  const std::string env = fake_python(bin, "PATH='" + std::string(real) + "'; export PATH; exec python3 -S \"$@\"");
+  const CliResult r = run_cli("report --in " + dir.file("bench.jsonl") + " --png " + dir.file("x.png"), env);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(count(r.output, "matplotlib"), 2u) << r.output;  // one line: "matplotlib ... pip install matplotlib"
+  EXPECT_NE(r.output.find("mlakit: report: no picture: matplotlib is not installed"), std::string::npos) << r.output;
+}
+
+// A plot script that fails is quoted in one line: its reason, never its traceback.
+TEST(Cli, ReportQuotesAFailingPlotScriptInOneLine) {
+  if (!cli_built()) GTEST_SKIP() << "CLI not built";
+  TempDir dir, bin;
+  ASSERT_TRUE(append_bench_records(dir.str(), {sample_record("contest-03", 11)}).is_ok());
+  const std::string env = fake_python(bin,
+                                      "echo 'Traceback (most recent call last):' >&2\n"
+                                      "echo '  File \"plot_report.py\", line 9' >&2\n"
+                                      "echo 'ValueError: Format \"txt\" is not supported' >&2\nexit 1");
+  const CliResult r = run_cli("report --in " + dir.file("bench.jsonl") + " --png " + dir.file("x.png"), env);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.output.find("Traceback"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("failed (exit code 1): ValueError: Format \"txt\" is not supported\n"), std::string::npos)
+      << r.output;
 }
 
 TEST(Cli, ReportPrintsTheTable) {

@@ -93,7 +93,7 @@ TEST(ContestSuite, EqualsTheJsonFile) {
   const Status st = json::parse_file(std::string(MLAKIT_SOURCE_DIR) + "/data/workloads/dsa_contest.json", &d);
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   const DsaSuite s = suite("dsa-contest");
-  const json::Value& shapes = d["workloads"];
+  const json::Value& shapes = d.at("workloads");
   ASSERT_EQ(s.workloads.size(), shapes.size());
   ASSERT_EQ(s.workloads.size(), 23u);
   for (size_t i = 0; i < shapes.size(); ++i) {
@@ -101,16 +101,15 @@ TEST(ContestSuite, EqualsTheJsonFile) {
     char name[32];
     std::snprintf(name, sizeof name, "contest-%02zu", i);
     EXPECT_EQ(w.name, name);
-    EXPECT_EQ(w.uuid, shapes[i]["uuid"].as_string());
-    EXPECT_EQ(w.problem.num_pages, d["num_pages"].as_int());
-    EXPECT_EQ(w.problem.page_size, d["page_size"].as_int());
-    EXPECT_EQ(w.problem.num_heads, d["num_qo_heads"].as_int());
-    EXPECT_EQ(w.problem.head_dim_ckv, d["head_dim_ckv"].as_int());
-    EXPECT_EQ(w.problem.head_dim_kpe, d["head_dim_kpe"].as_int());
-    EXPECT_EQ(w.problem.topk, d["topk"].as_int());
-    EXPECT_EQ(w.sm_scale, float(d["sm_scale"].as_double()));
-    std::vector<int> expected;
-    for (const json::Value& v : shapes[i]["valid_per_row"].as_array()) expected.push_back(int(v.as_int()));
+    EXPECT_EQ(w.uuid, shapes[i].at("uuid").get<std::string>());
+    EXPECT_EQ(w.problem.num_pages, d.at("num_pages").get<int>());
+    EXPECT_EQ(w.problem.page_size, d.at("page_size").get<int>());
+    EXPECT_EQ(w.problem.num_heads, d.at("num_qo_heads").get<int>());
+    EXPECT_EQ(w.problem.head_dim_ckv, d.at("head_dim_ckv").get<int>());
+    EXPECT_EQ(w.problem.head_dim_kpe, d.at("head_dim_kpe").get<int>());
+    EXPECT_EQ(w.problem.topk, d.at("topk").get<int>());
+    EXPECT_EQ(w.sm_scale, float(d.at("sm_scale").get<double>()));
+    const std::vector<int> expected = shapes[i].at("valid_per_row").get<std::vector<int>>();
     EXPECT_EQ(w.problem.num_tokens, int(expected.size()));
     EXPECT_EQ(valid_per_row(w), expected) << w.name;
     EXPECT_TRUE(w.problem.validate().is_ok());

@@ -84,7 +84,7 @@ def test_the_ci_build_log_check_flags_third_party_warnings_only(tmp_path):
     script = ROOT / "scripts" / "check_build_log.sh"
     quiet = tmp_path / "quiet.log"
     quiet.write_text("[1/2] Building CXX object a.o\n"
-                     "[bootstrap] warning: CLI11 not fetched (not used by the build yet).\n"
+                     "[bootstrap] warning: pytest is not importable and could not be fetched.\n"
                      "/work/src/plan/x.cpp:3:1: warning: unused variable 'y' [-Wunused-variable]\n")
     noisy = tmp_path / "noisy.log"
     noisy.write_text("[63/83] Building CXX object googletest/gtest-all.cc.o\n"

@@ -1,12 +1,17 @@
-// The mlakit CLI: subcommands register themselves (one file each); a tiny argument parser that
-// turns every mistake into a message naming the argument and exit code 2.
+// The mlakit CLI: subcommands register themselves (one file each); each declares its arguments on
+// an Args (CLI11 underneath) and parses once. Every mistake — an unknown option, a typo, a missing
+// value, a value given to a flag (--check=0), an extra positional, a number out of range — becomes
+// a message naming the argument and exit code 2; the root cause (an unknown option, which shifts
+// how everything after it reads) is reported first.
 #pragma once
 
-#include <map>
-#include <optional>
-#include <set>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace mlakit::cli {
 
@@ -16,37 +21,51 @@ constexpr int kExitUsage = 2;    // bad arguments
 
 class Args {
  public:
-  // `flags`: options without a value; every other --name takes one value.
-  Args(std::vector<std::string> argv, std::set<std::string> flags);
+  // `command`: "run" (for messages); `argv`: the arguments after it.
+  Args(std::string command, std::vector<std::string> argv);
+  ~Args();
+  Args(const Args&) = delete;
+  Args& operator=(const Args&) = delete;
 
-  const std::vector<std::string>& positional() const { return positional_; }
-  bool has(const std::string& name) const;
-  std::optional<std::string> get(const std::string& name) const;
-  std::string get_or(const std::string& name, const std::string& fallback) const;
-  // Integer option within [lo, hi]; records an error naming the option otherwise.
-  long long get_int(const std::string& name, long long fallback, long long lo, long long hi);
-  double get_double(const std::string& name, double fallback);
-  // Any --option not in `known` becomes an error; call after reading everything.
-  void reject_unknown(const std::set<std::string>& known);
+  // Declarations, before parse(). Names are spelled as on the command line ("--t", "--no-verify").
+  void positional(const std::string& name, std::string* out);  // at most one, optional
+  void flag(const std::string& name, bool* out);               // no value; --name=x is an error
+  void text(const std::string& name, std::string* out);        // --name VALUE or --name=VALUE
+  // An integer within [lo, hi]: "--t: expected an integer, got 'abc'", "... a value in [1, 8], got 0".
+  void integer(const std::string& name, long long* out, long long lo, long long hi);
+
+  // Parses the arguments. False when --help was given or the command line has errors.
+  bool parse();
+  bool help() const { return help_; }
+  // Whether the option appeared on the command line.
+  bool given(const std::string& name) const;
+
+  // Errors found after parsing (a suite that does not exist, options that exclude each other).
   void error(const std::string& message) { errors_.push_back(message); }
   bool ok() const { return errors_.empty(); }
-  // Prints the errors and the usage line to stderr; returns kExitUsage.
-  int fail_usage(const std::string& usage) const;
-  bool help() const { return help_; }
+  // --help: prints `usage` to stdout, returns kExitOk. Otherwise prints every error ("mlakit:
+  // <error>") and the usage to stderr, returns kExitUsage.
+  int finish(const std::string& usage) const;
 
  private:
-  std::vector<std::string> positional_;
-  std::map<std::string, std::string> options_;
+  void reject_flag_values();
+  void report_extras();
+  std::string suggest(const std::string& unknown) const;
+
+  std::string command_;
+  std::vector<std::string> argv_;
+  std::unique_ptr<CLI::App> app_;
+  std::vector<std::string> names_;  // every declared option, "--t"
+  std::vector<std::string> flags_;  // the declared flags
   std::vector<std::string> errors_;
   bool help_ = false;
+  bool has_positional_ = false;
 };
 
 struct Command {
   const char* name;
   const char* summary;  // one line for `mlakit --help`
-  const char* usage;    // full text for `mlakit NAME --help`
   int (*run)(Args& args);
-  std::set<std::string> flags;  // options without a value
 };
 
 // Registers a subcommand at static-initialization time; returns true.

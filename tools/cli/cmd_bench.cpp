@@ -1,13 +1,17 @@
 // `mlakit bench`, `mlakit verify` and `mlakit run`: verify and time a kernel of any op on a suite, a
 // trace or one synthetic shape. Every workload is planned first (the one arch gate and tiling
 // check); without a usable GPU the commands say so and run the CPU reference instead.
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "base/format.h"
+#include "base/progress_line.h"
 #include "common.h"
 #include "io/file.h"
 #include "workbench/ceiling.h"
@@ -26,6 +30,7 @@ struct SuiteOptions {
   bool time = true;
   bool explain = false;
   bool floor = true;  // time the op's gather floor beside the kernel (bench, run)
+  bool quiet = false;  // no progress line (there is none unless stdout is a terminal)
   TimingConfig timing;
   ProfMode prof = ProfMode::kDisabled;
   std::string out_dir = "out";  // bench.jsonl + bench.csv are appended here ("" = none)
@@ -128,12 +133,21 @@ void print_row(const SuiteOptions& o, const WorkloadInfo& w, const BenchPlan& pl
 }
 
 // Verifies (and times) workload i with its plan; prints one table row.
+// "[3/23] contest-02: verifying and timing", the progress line of workload i.
+std::string progress_text(const BenchSuite& suite, size_t i, const char* what) {
+  char count[48];
+  std::snprintf(count, sizeof count, "[%zu/%zu] ", i + 1, suite.size());
+  return count + suite.info(i).name + ": " + what;
+}
+
 void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSession& session, size_t i,
-                      Totals* totals) {
+                      ProgressLine& progress, Totals* totals) {
   const SuiteOptions& o = run.o;
   const WorkloadInfo& w = run.suite.info(i);
   const BenchPlan& plan = run.plans[i];
   ++totals->workloads;
+  const char* doing = o.verify && o.time ? "verifying and timing" : o.verify ? "verifying" : "timing";
+  progress.show(progress_text(run.suite, i, doing));
   Status s = run.plan_status[i];
   if (s.is_ok()) s = session.prepare(i);
   VerifyResult v;
@@ -142,6 +156,7 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
   TimingConfig timing = o.timing;
   timing.label = w.name;  // the NVTX range of each timed call under --prof annotation
   if (s.is_ok() && o.time) s = session.time(plan, timing, &t);
+  progress.clear();
   if (!s.is_ok()) {
     ++totals->errors;
     std::printf("%-12s %3d %6lld error: %s\n", w.name.c_str(), w.num_tokens, (long long)w.cost.rows,
@@ -159,6 +174,7 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
       make_bench_record(what, w, facts, t, o.timing.iters, o.verify ? &v : nullptr, totals->ceiling_gbps));
   BenchRecord& rec = totals->records.back();
   if (run.floor && !run.floor_plans[i].empty()) {
+    progress.show(progress_text(run.suite, i, "timing the gather floor"));
     TimingResult ft;
     if (session.time(run.floor_plans[i], timing, &ft).is_ok()) {
       rec.floor_key = run.floor_plans[i].kernel_key();
@@ -168,20 +184,25 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
       ++totals->floored;
     }
   }
+  progress.clear();
   print_row(o, w, plan, v, t, &rec);
 }
 
 // No usable GPU: the CPU reference on every workload (what can run here).
-int run_cpu_reference(const BenchSuite& suite, uint64_t seed) {
+int run_cpu_reference(const BenchSuite& suite, uint64_t seed, bool quiet) {
   std::printf("%-12s %3s %6s %11s %s\n", "workload", "T", "slots", "cpu_ref_ms", suite.reference_header().c_str());
   const std::unique_ptr<BenchSession> session = suite.open_session(seed);
+  ProgressLine progress(stdout, quiet);
   for (size_t i = 0; i < suite.size(); ++i) {
     const WorkloadInfo& w = suite.info(i);
     std::string columns;
+    progress.show(progress_text(suite, i, "synthesizing the inputs"));
     Status s = session->prepare(i);  // input synthesis stays out of the reference's time
+    progress.show(progress_text(suite, i, "the CPU reference"));
     const auto t0 = std::chrono::steady_clock::now();
     if (s.is_ok()) s = session->reference(&columns);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    progress.clear();
     if (!s.is_ok()) {
       std::printf("%-12s error: %s\n", w.name.c_str(), s.to_string().c_str());
       return kExitFailure;
@@ -203,12 +224,15 @@ double measured_ceiling(int device) {
   return ceiling.gbps;
 }
 
-void write_records(const std::string& out_dir, const std::vector<BenchRecord>& records) {
-  if (records.empty() || out_dir.empty()) return;
-  if (Status r = append_bench_records(out_dir, records); r.is_ok())
-    std::printf("results appended to %s/bench.jsonl and %s/bench.csv\n", out_dir.c_str(), out_dir.c_str());
-  else
-    std::printf("results not written: %s\n", r.to_string().c_str());
+// False when the records could not be written (the folder was checked before the run).
+bool write_records(const std::string& out_dir, const std::vector<BenchRecord>& records) {
+  if (records.empty() || out_dir.empty()) return true;
+  if (Status r = append_bench_records(out_dir, records); !r.is_ok()) {
+    fail("results not written: " + r.to_string(), kExitFailure);
+    return false;
+  }
+  std::printf("results appended to %s/bench.jsonl and %s/bench.csv\n", out_dir.c_str(), out_dir.c_str());
+  return true;
 }
 
 int run_gpu(const SuiteRun& run) {
@@ -223,9 +247,10 @@ int run_gpu(const SuiteRun& run) {
     if (o.seeds > 1) std::printf("-- seed %llu\n", (unsigned long long)(o.seed + k));
     print_gpu_header(o.time);
     const std::unique_ptr<BenchSession> session = run.suite.open_session(o.seed + k);
-    for (size_t i = 0; i < run.suite.size(); ++i) run_gpu_workload(run, facts, *session, i, &totals);
+    ProgressLine progress(stdout, o.quiet);
+    for (size_t i = 0; i < run.suite.size(); ++i) run_gpu_workload(run, facts, *session, i, progress, &totals);
   }
-  write_records(o.out_dir, totals.records);
+  const bool written = write_records(o.out_dir, totals.records);
   if (o.time && totals.workloads > totals.errors)
     std::printf("mean span over %d workloads: %.2f us\n", totals.workloads - totals.errors,
                 totals.span_sum_us / (totals.workloads - totals.errors));
@@ -235,7 +260,28 @@ int run_gpu(const SuiteRun& run) {
                 totals.floored_span_sum_us / totals.floor_sum_us);
   std::printf("%d workloads, %d failed verification, %d errors\n", totals.workloads, totals.failed,
               totals.errors);
-  return totals.failed || totals.errors ? kExitFailure : kExitOk;
+  return totals.failed || totals.errors || !written ? kExitFailure : kExitOk;
+}
+
+// The host side of the suite, before anything is synthesized: every workload within the
+// host-memory limit (exit 2 naming it), and a warning on stderr when synthesizing the inputs and
+// (`reference`) the CPU reference will take long.
+int check_host(const SuiteOptions& o, const BenchSuite& suite, bool reference) {
+  std::vector<HostFootprint> each;
+  for (size_t i = 0; i < suite.size(); ++i) {
+    const WorkloadInfo& w = suite.info(i);
+    if (Status s = check_host_footprint(w.host, "workload " + w.name + " (" + w.shape + ")"); !s.is_ok())
+      return fail(s.message(), kExitUsage);
+    each.push_back(w.host);
+  }
+  HostFootprint total = session_footprint(each);  // one session per seed
+  total.synth_seconds *= o.seeds;
+  total.reference_seconds *= o.seeds;
+  if (const std::string w = long_run_warning(total, reference, suite.title()); !w.empty()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "mlakit: warning: %s\n", w.c_str());
+  }
+  return kExitOk;
 }
 
 // Plans the suite for the current device, or, without a usable one, checks --tiling against a
@@ -254,36 +300,81 @@ int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
     }
     if (int rc = plan_workloads(&run); rc != kExitOk) return rc;
   }
+  if (int rc = check_host(o, suite, !gate.is_ok() || o.verify); rc != kExitOk) return rc;
   if (gate.is_ok()) {
     plan_floors(&run);
     return run_gpu(run);
   }
   std::printf("%s\nGPU kernels skipped: %s\nShowing the CPU reference (fp64) on %s instead.\n\n",
               suite.title().c_str(), gate.message().c_str(), suite.title().c_str());
-  return run_cpu_reference(suite, o.seed);
+  return run_cpu_reference(suite, o.seed, o.quiet);
 }
 
-const std::set<std::string> kCommonOptions = {"kernel", "tiling", "seed", "seeds", "warmup", "iters", "explain",
-                                              "out", "prof", "prof-kernel", "prof-skip", "prof-count", "no-floor"};
+// What bench, verify and run read from their command lines.
+struct CommandLine {
+  std::string target, kernel, tiling, suite, trace, definition, out = "out", prof = "disabled", prof_kernel;
+  long long seed = 1, seeds = 1, warmup = 10, iters = 50, prof_skip = 0, prof_count = 2;
+  bool no_verify = false, no_floor = false, explain = false, check = false, no_time = false, quiet = false;
+  std::map<std::string, long long> shape;  // run: every op's shape options, by name ("t")
+};
 
-void read_common(Args& args, SuiteOptions* o) {
-  if (auto t = args.get("tiling")) o->tiling = *t;
-  o->seed = uint64_t(args.get_int("seed", 1, 0, 1ll << 62));
-  o->seeds = int(args.get_int("seeds", 1, 1, 100));
-  o->timing.warmup = int(args.get_int("warmup", 10, 0, 100000));
-  o->timing.iters = int(args.get_int("iters", 50, 1, 100000));
-  o->explain = args.has("explain");
-  o->floor = !args.has("no-floor");
-  o->out_dir = args.get_or("out", "out");
-  if (Status s = parse_prof_mode(args.get_or("prof", "disabled"), &o->prof); !s.is_ok()) args.error("--prof: " + s.message());
+enum class Kind { kBench, kVerify, kRun };
+
+void declare(Args& args, Kind kind, CommandLine* c) {
+  args.positional("target", &c->target);
+  args.text("--kernel", &c->kernel);
+  args.text("--tiling", &c->tiling);
+  args.integer("--seed", &c->seed, 0, 1ll << 62);
+  args.integer("--seeds", &c->seeds, 1, 100);
+  args.flag("--explain", &c->explain);
+  args.flag("--quiet", &c->quiet);
+  args.text("--prof", &c->prof);
+  args.text("--prof-kernel", &c->prof_kernel);
+  args.integer("--prof-skip", &c->prof_skip, 0, 1 << 20);
+  args.integer("--prof-count", &c->prof_count, 1, 1 << 20);
+  if (kind != Kind::kRun) {
+    args.text("--suite", &c->suite);
+    args.text("--trace", &c->trace);
+    args.text("--definition", &c->definition);
+  }
+  if (kind != Kind::kVerify) {  // timing and its records
+    args.integer("--warmup", &c->warmup, 0, 100000);
+    args.integer("--iters", &c->iters, 1, 100000);
+    args.flag("--no-floor", &c->no_floor);
+    args.text("--out", &c->out);
+  }
+  if (kind == Kind::kBench) args.flag("--no-verify", &c->no_verify);
+  if (kind != Kind::kRun) return;
+  args.flag("--check", &c->check);
+  args.flag("--no-time", &c->no_time);
+  // Every op's shape options; those of another op than the one named are refused after parsing.
+  for (const OpBench* op : op_benches())
+    for (const ShapeOption& s : op->shape_options())
+      if (!c->shape.count(s.name)) args.integer("--" + s.name, &c->shape[s.name], LLONG_MIN, LLONG_MAX);
+}
+
+// The options as SuiteOptions (no GPU work, nothing read from disk).
+void read_options(Args& args, const CommandLine& c, SuiteOptions* o) {
+  if (args.given("--tiling")) o->tiling = c.tiling;
+  o->seed = uint64_t(c.seed);
+  o->seeds = int(c.seeds);
+  o->timing.warmup = int(c.warmup);
+  o->timing.iters = int(c.iters);
+  o->explain = c.explain;
+  o->floor = !c.no_floor;
+  o->quiet = c.quiet;
+  o->out_dir = c.out;
+  if (Status s = parse_prof_mode(c.prof, &o->prof); !s.is_ok()) args.error(s.message());
+  if (!c.trace.empty() && !c.suite.empty()) args.error("--suite and --trace: give one of them");
+  if (args.given("--definition") && c.trace.empty()) args.error("--definition NAME only applies with --trace DIR");
 }
 
 // --prof ncu: the same command again under Nsight Compute (before any CUDA work here).
-int reexec_ncu(Args& args, const OpBench& op) {
+int reexec_ncu(const CommandLine& c, const OpBench& op) {
   NcuOptions n;
-  n.kernel_regex = args.get_or("prof-kernel", op.profile_kernels());
-  n.launch_skip = int(args.get_int("prof-skip", 0, 0, 1 << 20));
-  n.launch_count = int(args.get_int("prof-count", 2, 1, 1 << 20));
+  n.kernel_regex = c.prof_kernel.empty() ? op.profile_kernels() : c.prof_kernel;
+  n.launch_skip = int(c.prof_skip);
+  n.launch_count = int(c.prof_count);
   std::vector<std::string> argv;
   NcuRun run;
   Status st = current_command_line(&argv);
@@ -312,107 +403,132 @@ void check_floor_verify(Args& args, const SuiteOptions& o, const std::string& wh
     args.error(what + ": " + o.sel.kernel->info().key + " is a gather floor; it computes nothing to verify");
 }
 
-Status load_suite_or_trace(Args& args, const SuiteOptions& o, std::unique_ptr<BenchSuite>* out) {
-  if (auto dir = args.get("trace")) return o.sel.op->load_trace(*dir, args.get_or("definition", ""), o.seed, out);
-  const std::vector<std::string> suites = o.sel.op->suite_names();
-  return o.sel.op->make_suite(args.get_or("suite", suites.empty() ? "" : suites.front()), o.seed, out);
+// Bench records go to --out DIR: a folder that cannot take them is a usage error before any work.
+void check_out_dir(Args& args, const SuiteOptions& o) {
+  if (!o.time || o.out_dir.empty()) return;
+  if (Status s = check_bench_output(o.out_dir); !s.is_ok()) args.error("--out " + o.out_dir + ": " + s.message());
 }
 
-int suite_command(Args& args, bool time, const char* usage) {
+Status load_suite_or_trace(const CommandLine& c, const SuiteOptions& o, std::unique_ptr<BenchSuite>* out) {
+  if (!c.trace.empty()) return o.sel.op->load_trace(c.trace, c.definition, o.seed, out);
+  const std::vector<std::string> suites = o.sel.op->suite_names();
+  return o.sel.op->make_suite(c.suite.empty() ? (suites.empty() ? "" : suites.front()) : c.suite, o.seed, out);
+}
+
+int suite_command(Args& args, Kind kind, const char* usage) {
+  CommandLine c;
+  declare(args, kind, &c);
+  if (!args.parse()) return args.finish(usage);
   SuiteOptions o;
-  o.time = time;
-  o.verify = !args.has("no-verify");
-  std::set<std::string> known = kCommonOptions;
-  known.insert({"suite", "trace", "definition", "no-verify"});
-  const std::string positional = args.positional().empty() ? "" : args.positional()[0];
-  if (args.positional().size() > 1) args.error("expected at most one op or kernel key, got " + args.positional()[1]);
-  select_op(args, positional, args.get_or("suite", ""), &o.sel);
-  read_common(args, &o);
-  args.reject_unknown(known);
-  check_floor_verify(args, o, time ? "" : "verify");
+  o.time = kind == Kind::kBench;
+  o.verify = !c.no_verify;
+  select_op(args, c.target, c.kernel, c.suite, &o.sel);
+  read_options(args, c, &o);
+  check_floor_verify(args, o, kind == Kind::kVerify ? "verify" : "");
   if (o.sel.kernel && o.sel.kernel->info().floor) o.verify = false;
-  if (!args.ok()) return args.fail_usage(usage);
-  if (o.prof == ProfMode::kNcu) return reexec_ncu(args, *o.sel.op);
+  check_out_dir(args, o);
+  if (!args.ok()) return args.finish(usage);
+  if (o.prof == ProfMode::kNcu) return reexec_ncu(c, *o.sel.op);
   std::unique_ptr<BenchSuite> suite;
-  if (Status s = load_suite_or_trace(args, o, &suite); !s.is_ok())
-    return fail(s.to_string(),
+  if (Status s = load_suite_or_trace(c, o, &suite); !s.is_ok())
+    return fail((c.trace.empty() ? "" : "--trace: ") + s.message(),
                 s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound ? kExitUsage : kExitFailure);
   return run_suite(o, *suite);
 }
 
 const char* kBenchUsage =
     "usage: mlakit bench [OP|KERNEL] [--suite NAME | --trace DIR [--definition NAME]] [--kernel KEY]\n"
-    "                    [--tiling NAME] [--seed S] [--warmup N] [--iters N] [--no-verify] [--no-floor]\n"
-    "                    [--explain]\n\n"
+    "                    [--tiling NAME] [--seed S] [--seeds N] [--warmup N] [--iters N] [--no-verify]\n"
+    "                    [--no-floor] [--explain] [--out DIR] [--prof MODE] [--quiet]\n\n"
     "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge; a suite names\n"
     "its op) or of a FlashInfer-Trace dataset directory. Span = median GPU time of one call over\n"
     "--iters calls (cold L2 before each), host = host time of one call. Every workload is planned\n"
     "first; a --tiling that no workload accepts exits 2 with the reason. Each workload is also timed\n"
     "with the op's gather floor (the same rows moved into shared memory, no math): floor_us and\n"
-    "x_floor = span / floor in the table, from the same run (--no-floor skips it). Without an sm_90a\n"
-    "GPU, runs the CPU reference on the workloads instead.""\n\nProfiling: --prof disabled|annotation|ncu. annotation wraps each timed call in an NVTX range\n"
+    "x_floor = span / floor in the table, from the same run (--no-floor skips it). --seeds N repeats\n"
+    "the suite with N fresh seeds. Without an sm_90a GPU, runs the CPU reference on the workloads\n"
+    "instead.\n\n"
+    "Profiling: --prof disabled|annotation|ncu. annotation wraps each timed call in an NVTX range\n"
     "named after the workload; ncu re-runs the command under Nsight Compute (--clock-control none)\n"
     "with --prof-kernel REGEX (default: the op's kernels, dsa_), --prof-skip N, --prof-count N\n"
     "(default 2) and prints where the report went. Results are appended to --out DIR (default out/)\n"
-    "as JSON lines and CSV.";
+    "as JSON lines and CSV; a folder that cannot take them exits 2 before anything runs.\n\n"
+    "On a terminal a progress line names the workload at work; --quiet turns it off (pipes and\n"
+    "logs never get it). A shape whose host memory would pass the limit (physical memory, or\n"
+    "MLAKIT_HOST_MEMORY_LIMIT=16G lower) exits 2 before anything runs; runs whose host work is\n"
+    "estimated past 10 s say so on stderr.";
 const char* kVerifyUsage =
-    "usage: mlakit verify [OP|KERNEL] [--suite NAME | --trace DIR] [--kernel KEY] [--tiling NAME]\n"
-    "                     [--seed S] [--seeds N] [--explain]\n\n"
+    "usage: mlakit verify [OP|KERNEL] [--suite NAME | --trace DIR [--definition NAME]] [--kernel KEY]\n"
+    "                     [--tiling NAME] [--seed S] [--seeds N] [--explain] [--prof MODE] [--quiet]\n\n"
     "Checks a kernel against the fp64 CPU reference with the contest rule (an element fails only\n"
     "if abs err > 1e-2 and rel err > 1e-2), every output (output and lse), outputs poisoned before\n"
-    "each run, two runs bitwise equal. --seeds N repeats with N fresh seeds.";
+    "each run, two runs bitwise equal. --seeds N repeats with N fresh seeds. --prof, --quiet and\n"
+    "the host-memory limit as for bench.";
 
-int run_bench(Args& args) { return suite_command(args, true, kBenchUsage); }
-int run_verify(Args& args) { return suite_command(args, false, kVerifyUsage); }
+int run_bench(Args& args) { return suite_command(args, Kind::kBench, kBenchUsage); }
+int run_verify(Args& args) { return suite_command(args, Kind::kVerify, kVerifyUsage); }
 
 const char* kRunUsage =
-    "usage: mlakit run [OP|KERNEL] <shape options> [--tiling NAME] [--seed S] [--check] [--no-time]\n"
-    "                  [--no-floor] [--explain] [--warmup N] [--iters N]\n\n"
+    "usage: mlakit run [OP|KERNEL] <shape options> [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N]\n"
+    "                  [--check] [--no-time] [--no-floor] [--explain] [--warmup N] [--iters N]\n"
+    "                  [--out DIR] [--prof MODE] [--quiet]\n\n"
     "Runs one synthetic shape of an op (default dsa_decode). dsa_decode's shape options:\n"
     "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V]: T tokens, each row V valid top-k\n"
     "picks (default: topk) clustered by page, the rest -1. --check verifies against the CPU\n"
     "reference; --no-time skips timing (for compute-sanitizer); --explain prints the plan. A tiling\n"
-    "the shape cannot run exits 2 with the reason.""\n\nProfiling: --prof disabled|annotation|ncu, as for bench (--prof-kernel REGEX, --prof-skip N,\n"
-    "--prof-count N). Results are appended to --out DIR (default out/) as JSON lines and CSV.";
+    "the shape cannot run exits 2 with the reason.\n\n"
+    "Profiling: --prof disabled|annotation|ncu, as for bench (--prof-kernel REGEX, --prof-skip N,\n"
+    "--prof-count N). Results are appended to --out DIR (default out/) as JSON lines and CSV.\n\n"
+    "The host memory the shape needs is estimated first: past the limit (physical memory, or\n"
+    "MLAKIT_HOST_MEMORY_LIMIT=16G lower) it exits 2 naming the option that sized it; a shape whose\n"
+    "host work is estimated past 10 s says so on stderr. --quiet: no progress line on a terminal.";
 
-// The op's shape options from the command line; a missing required one is an error.
-ShapeArgs read_shape(Args& args, const OpBench& op, std::set<std::string>* known) {
+// The selected op's shape options from the command line: in its ranges, the required ones given,
+// none of another op's.
+ShapeArgs read_shape(Args& args, const OpBench& op, const CommandLine& c) {
   ShapeArgs shape;
+  std::set<std::string> own;
   for (const ShapeOption& s : op.shape_options()) {
-    known->insert(s.name);
-    if (args.has(s.name)) shape[s.name] = args.get_int(s.name, s.lo, s.lo, s.hi);
-    else if (s.required) args.error("--" + s.name + " N (" + s.help + ") is required");
+    own.insert(s.name);
+    const std::string name = "--" + s.name;
+    if (!args.given(name)) {
+      if (s.required) args.error(name + " N (" + s.help + ") is required");
+      continue;
+    }
+    const long long v = c.shape.at(s.name);
+    if (v < s.lo || v > s.hi)
+      args.error(name + ": expected a value in [" + std::to_string(s.lo) + ", " + std::to_string(s.hi) + "], got " +
+                 std::to_string(v));
+    shape[s.name] = v;
   }
+  for (const auto& [name, value] : c.shape)
+    if (!own.count(name) && args.given("--" + name)) args.error("--" + name + " is not a shape option of " + op.name());
   return shape;
 }
 
 int run_run(Args& args) {
+  CommandLine c;
+  declare(args, Kind::kRun, &c);
+  if (!args.parse()) return args.finish(kRunUsage);
   SuiteOptions o;
-  const std::string positional = args.positional().empty() ? "" : args.positional()[0];
-  if (args.positional().size() > 1) args.error("expected at most one op or kernel key, got " + args.positional()[1]);
-  std::set<std::string> known = kCommonOptions;
-  known.insert({"check", "no-time"});
   ShapeArgs shape;
-  if (select_op(args, positional, "", &o.sel)) shape = read_shape(args, *o.sel.op, &known);
-  read_common(args, &o);
-  o.verify = args.has("check");
-  o.time = !args.has("no-time");
-  args.reject_unknown(known);
+  if (select_op(args, c.target, c.kernel, "", &o.sel)) shape = read_shape(args, *o.sel.op, c);
+  read_options(args, c, &o);
+  o.verify = c.check;
+  o.time = !c.no_time;
   check_floor_verify(args, o, o.verify ? "--check" : "");
-  if (!args.ok()) return args.fail_usage(kRunUsage);
-  if (o.prof == ProfMode::kNcu) return reexec_ncu(args, *o.sel.op);
+  check_out_dir(args, o);
+  if (!args.ok()) return args.finish(kRunUsage);
+  if (o.prof == ProfMode::kNcu) return reexec_ncu(c, *o.sel.op);
   std::unique_ptr<BenchSuite> suite;
-  if (Status s = o.sel.op->make_shape(shape, o.seed, &suite); !s.is_ok()) return fail(s.to_string(), kExitUsage);
+  if (Status s = o.sel.op->make_shape(shape, o.seed, &suite); !s.is_ok()) return fail(s.message(), kExitUsage);
   return run_suite(o, *suite);
 }
 
 }  // namespace
 
-MLAKIT_CLI_COMMAND(bench, "bench", "verify and time a kernel on a suite or a trace", kBenchUsage,
-                   run_bench, {"no-verify", "explain", "no-floor"});
-MLAKIT_CLI_COMMAND(verify, "verify", "check a kernel against the CPU reference on a suite", kVerifyUsage,
-                   run_verify, {"explain", "no-floor"});
-MLAKIT_CLI_COMMAND(run, "run", "run one shape (the workbench's single-shape command)", kRunUsage,
-                   run_run, {"check", "explain", "no-time", "no-floor"});
+MLAKIT_CLI_COMMAND(bench, "bench", "verify and time a kernel on a suite or a trace", run_bench);
+MLAKIT_CLI_COMMAND(verify, "verify", "check a kernel against the CPU reference on a suite", run_verify);
+MLAKIT_CLI_COMMAND(run, "run", "run one shape (the workbench's single-shape command)", run_run);
 
 }  // namespace mlakit::cli

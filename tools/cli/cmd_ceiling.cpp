@@ -15,12 +15,15 @@ const char* kCeilingUsage =
     "again and replaces the cached figure.";
 
 int run_ceiling(Args& args) {
-  const int device = int(args.get_int("device", 0, 0, 1023));
-  const bool remeasure = args.has("remeasure");
-  const std::string cache = args.get_or("cache", "");
-  args.reject_unknown({"device", "remeasure", "cache"});
-  if (!args.positional().empty()) args.error("unexpected argument '" + args.positional()[0] + "'");
-  if (!args.ok()) return args.fail_usage(kCeilingUsage);
+  long long device = 0;
+  bool remeasure = false;
+  std::string cache;
+  args.integer("--device", &device, 0, 1023);
+  args.flag("--remeasure", &remeasure);
+  args.text("--cache", &cache);
+  if (!args.parse()) return args.finish(kCeilingUsage);
+  if (args.given("--cache") && cache.empty()) args.error("--cache: expected a file path, got ''");
+  if (!args.ok()) return args.finish(kCeilingUsage);
 
   const int n = device_count();
   if (n == 0) {
@@ -28,15 +31,15 @@ int run_ceiling(Args& args) {
     return kExitFailure;
   }
   if (device >= n) {
-    std::fprintf(stderr, "mlakit: --device: expected 0..%d, got %d\n", n - 1, device);
+    std::fprintf(stderr, "mlakit: --device: expected 0..%d, got %lld\n", n - 1, device);
     return kExitUsage;
   }
   CopyCeiling c;
-  if (Status st = copy_ceiling(device, &c, cache, remeasure); !st) {
+  if (Status st = copy_ceiling(int(device), &c, cache, remeasure); !st) {
     std::fprintf(stderr, "mlakit: ceiling: %s\n", st.to_string().c_str());
     return kExitFailure;
   }
-  std::printf("copy ceiling of %s (device %d): %.1f GB/s (read + write", c.device.c_str(), device, c.gbps);
+  std::printf("copy ceiling of %s (device %lld): %.1f GB/s (read + write", c.device.c_str(), device, c.gbps);
   if (c.bytes > 0) std::printf("; %.0f MiB copies, median of %d", c.bytes / (1 << 20), c.repeats);
   std::printf(")\n%s %s%s\n", c.from_cache ? "cached in" : "measured now, cached in", c.path.c_str(),
               c.from_cache && !c.measured.empty() ? (" (measured " + c.measured + ")").c_str() : "");
@@ -45,7 +48,6 @@ int run_ceiling(Args& args) {
 
 }  // namespace
 
-MLAKIT_CLI_COMMAND(ceiling, "ceiling", "measure (once) and print the copy-bandwidth ceiling",
-                   kCeilingUsage, run_ceiling, {"remeasure"});
+MLAKIT_CLI_COMMAND(ceiling, "ceiling", "measure (once) and print the copy-bandwidth ceiling", run_ceiling);
 
 }  // namespace mlakit::cli

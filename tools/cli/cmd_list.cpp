@@ -14,9 +14,16 @@ std::string status_here(const KernelEntry& kernel, bool have_device, const Devic
   return "runnable on " + facts.describe();
 }
 
+const char* kListUsage =
+    "usage: mlakit list\n\nLists every registered kernel of every op with its registry key, op, variant,\n"
+    "dtype, head counts, required arch, whether it can run on this machine and for which shapes it\n"
+    "is the default; then each op's suites.";
+const char* kDevicesUsage =
+    "usage: mlakit devices\n\nPrints the facts of every visible CUDA device and the built-in table\n"
+    "(H100, H200, B200, B300, RTX 5090).";
+
 int run_list(Args& args) {
-  args.reject_unknown({});
-  if (!args.ok()) return args.fail_usage("usage: mlakit list");
+  if (!args.parse()) return args.finish(kListUsage);
   DeviceFacts facts;
   const bool have_device = device_count() > 0 && query_device(0, &facts).is_ok();
   std::printf("%-28s %-11s %-10s %-6s %-7s %-8s %s\n", "kernel", "op", "variant", "dtype", "heads", "arch",
@@ -46,8 +53,7 @@ int run_list(Args& args) {
 }
 
 int run_devices(Args& args) {
-  args.reject_unknown({});
-  if (!args.ok()) return args.fail_usage("usage: mlakit devices");
+  if (!args.parse()) return args.finish(kDevicesUsage);
   const int n = device_count();
   std::printf("live devices: %d\n", n);
   for (int d = 0; d < n; ++d) {
@@ -72,14 +78,7 @@ int run_devices(Args& args) {
 
 }  // namespace
 
-MLAKIT_CLI_COMMAND(list, "list", "registered kernels, their arch and whether they run here",
-                   "usage: mlakit list\n\nLists every registered kernel of every op with its registry "
-                   "key, op, variant, dtype, head counts, required arch, whether it can run on this "
-                   "machine and for which shapes it is the default; then each op's suites.",
-                   run_list, {});
-MLAKIT_CLI_COMMAND(devices, "devices", "the live device(s) and the table of known chips",
-                   "usage: mlakit devices\n\nPrints the facts of every visible CUDA device and the "
-                   "built-in table (H100, H200, B200, B300, RTX 5090).",
-                   run_devices, {});
+MLAKIT_CLI_COMMAND(list, "list", "registered kernels, their arch and whether they run here", run_list);
+MLAKIT_CLI_COMMAND(devices, "devices", "the live device(s) and the table of known chips", run_devices);
 
 }  // namespace mlakit::cli

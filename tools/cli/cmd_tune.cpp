@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/cuda_status.h"
+#include "base/progress_line.h"
 #include "common.h"
 #include "runtime/tune_cache.h"
 #include "workbench/tuner.h"
@@ -17,7 +18,7 @@ namespace {
 
 const char* kTuneUsage =
     "usage: mlakit tune [KERNEL] [--suite NAME] [--seed S] [--cache PATH] [--iters N] [--warmup N]\n"
-    "                   [--no-verify] [--verbose] [--dry-run [--device NAME]]\n\n"
+    "                   [--no-verify] [--verbose] [--quiet] [--dry-run [--device NAME]]\n\n"
     "For each shape bucket of the suite (T rounded up to a power of two, heads, widths, page size,\n"
     "topk), verifies and times every valid tiling of KERNEL's search space on the bucket's\n"
     "workloads (cold L2, median span) and stores the one with the lowest mean span in the tune\n"
@@ -29,7 +30,8 @@ const char* kTuneUsage =
     "                ~/.cache/mlakit, + /tune.json)\n"
     "  --iters N     timed calls per (tiling, workload), default 50; --warmup N, default 10\n"
     "  --dry-run     enumerate and validate only (no GPU needed): against the live device, or\n"
-    "                --device NAME from the known-device table (default h200)";
+    "                --device NAME from the known-device table (default h200)\n"
+    "  --quiet       no progress line (shown only when stdout is a terminal)";
 
 void print_ranking(const TuneBucketResult& b) {
   std::vector<const TuneCandidateResult*> timed;
@@ -61,8 +63,8 @@ Status kernel_to_tune(const Selection& sel, const TuneOptions& o, const KernelEn
 }
 
 // A dry run plans for --device NAME, for the live device, or without one for the H200 of the table.
-Status dry_run_device(Args& args, DeviceFacts* device) {
-  if (args.has("device") || device_count() == 0) return find_known_device(args.get_or("device", kDryPlanDevice), device);
+Status dry_run_device(const std::string& name, DeviceFacts* device) {
+  if (!name.empty() || device_count() == 0) return find_known_device(name.empty() ? kDryPlanDevice : name, device);
   int current = 0;
   MLAKIT_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&current), "cudaGetDevice"));
   return cached_device_facts(current, device);
@@ -86,43 +88,67 @@ int report_tune(const TuneOptions& o, const TuneReport& report, const Status& st
   return kExitOk;
 }
 
+// What tune reads from its command line.
+struct TuneArgs {
+  std::string target, kernel, suite = "dsa-contest", cache, device;
+  long long seed = 1, iters = 50, warmup = 10;
+  bool no_verify = false, verbose = false, dry_run = false, quiet = false;
+};
+
+void declare(Args& args, TuneArgs* t) {
+  args.positional("target", &t->target);
+  args.text("--kernel", &t->kernel);
+  args.text("--suite", &t->suite);
+  args.integer("--seed", &t->seed, 0, 1ll << 62);
+  args.text("--cache", &t->cache);
+  args.integer("--iters", &t->iters, 1, 100000);
+  args.integer("--warmup", &t->warmup, 0, 100000);
+  args.flag("--no-verify", &t->no_verify);
+  args.flag("--verbose", &t->verbose);
+  args.flag("--dry-run", &t->dry_run);
+  args.flag("--quiet", &t->quiet);
+  args.text("--device", &t->device);
+}
+
 int run_tune(Args& args) {
-  const std::string positional = args.positional().empty() ? "" : args.positional()[0];
+  TuneArgs a;
+  declare(args, &a);
+  if (!args.parse()) return args.finish(kTuneUsage);
   TuneOptions o;
-  o.suite = args.get_or("suite", "dsa-contest");
-  o.seed = uint64_t(args.get_int("seed", 1, 0, 1ll << 62));
-  o.cache_path = args.get_or("cache", "");
-  o.timing.iters = int(args.get_int("iters", 50, 1, 100000));
-  o.timing.warmup = int(args.get_int("warmup", 10, 0, 100000));
-  o.verify = !args.has("no-verify");
-  o.verbose = args.has("verbose");
-  o.dry_run = args.has("dry-run");
+  o.suite = a.suite;
+  o.seed = uint64_t(a.seed);
+  o.cache_path = a.cache;
+  o.timing.iters = int(a.iters);
+  o.timing.warmup = int(a.warmup);
+  o.verify = !a.no_verify;
+  o.verbose = a.verbose;
+  o.dry_run = a.dry_run;
   Selection sel;
-  select_op(args, positional, o.suite, &sel);
-  if (args.positional().size() > 1) args.error("expected at most one kernel key, got " + args.positional()[1]);
-  if (args.has("device") && !o.dry_run) args.error("--device NAME only applies with --dry-run");
-  if (args.has("cache") && o.cache_path.empty()) args.error("--cache: expected a file path, got ''");
-  args.reject_unknown({"kernel", "suite", "seed", "cache", "iters", "warmup", "no-verify", "verbose",
-                       "dry-run", "device"});
-  if (!args.ok()) return args.fail_usage(kTuneUsage);
+  select_op(args, a.target, a.kernel, o.suite, &sel);
+  if (args.given("--device") && !o.dry_run) args.error("--device NAME only applies with --dry-run");
+  if (args.given("--cache") && o.cache_path.empty()) args.error("--cache: expected a file path, got ''");
+  if (!args.ok()) return args.finish(kTuneUsage);
   o.op = sel.op;
   const KernelEntry* kernel = nullptr;
   if (Status s = kernel_to_tune(sel, o, &kernel); !s) return fail(s.message(), kExitUsage);
   if (o.dry_run)
-    if (Status s = dry_run_device(args, &o.device); !s) return fail("--device: " + s.message(), kExitUsage);
+    if (Status s = dry_run_device(a.device, &o.device); !s) return fail("--device: " + s.message(), kExitUsage);
   if (!o.cache_path.empty()) set_tune_cache_path(o.cache_path);
-  o.log = [](const std::string& line) {
+  ProgressLine progress(stdout, a.quiet);
+  o.progress = [&progress](const std::string& status) { progress.show("[tune] " + status); };
+  o.log = [&progress](const std::string& line) {
+    progress.clear();
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   };
   TuneReport report;
   const Status st = tune(*kernel, o, &report);
+  progress.clear();
   return report_tune(o, report, st);
 }
 
 }  // namespace
 
-MLAKIT_CLI_COMMAND(tune, "tune", "autotune a kernel's tiling per shape bucket (writes the tune cache)",
-                   kTuneUsage, run_tune, {"no-verify", "verbose", "dry-run"});
+MLAKIT_CLI_COMMAND(tune, "tune", "autotune a kernel's tiling per shape bucket (writes the tune cache)", run_tune);
 
 }  // namespace mlakit::cli

@@ -18,10 +18,11 @@ struct Selection {
   const KernelEntry* kernel = nullptr;  // null = the registry default of each workload
 };
 
-// The op and kernel named by `--kernel KEY` or a positional that is an op name or a kernel key,
-// and by the suite name (each suite belongs to one op); the first op of the table when nothing
-// names one. Mistakes become errors in `args`; false then.
-bool select_op(Args& args, const std::string& positional, const std::string& suite, Selection* out);
+// The op and kernel named by `kernel_key` (--kernel KEY) or a positional that is an op name or a
+// kernel key, and by the suite name (each suite belongs to one op); the first op of the table
+// when nothing names one. An unknown suite, kernel or op becomes an error in `args`; false then.
+bool select_op(Args& args, const std::string& positional, const std::string& kernel_key, const std::string& suite,
+               Selection* out);
 
 // The chip a machine without a usable GPU plans for, to check --tiling and tune dry runs: the H200
 // of the table, or the first known chip the kernel's arch runs on.

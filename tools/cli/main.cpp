@@ -1,10 +1,15 @@
 // mlakit: the workbench CLI. `mlakit --help` lists the subcommands; each has --help.
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "cli.h"
+#include "mlakit/version.h"
 
 namespace mlakit::cli {
 namespace {
@@ -16,12 +21,55 @@ std::vector<Command>& commands() {
 
 void print_overview(FILE* to) {
   std::fprintf(to,
-               "mlakit: MLA attention kernels for NVIDIA Hopper, and the workbench around them.\n\n"
-               "usage: mlakit <command> [options]      mlakit <command> --help\n\ncommands:\n");
+               "mlakit %s: MLA attention kernels for NVIDIA Hopper, and the workbench around them.\n\n"
+               "usage: mlakit <command> [options]      mlakit <command> --help      mlakit --version\n\n"
+               "commands:\n",
+               MLAKIT_VERSION_STRING);
   auto sorted = commands();
   std::sort(sorted.begin(), sorted.end(),
             [](const Command& a, const Command& b) { return std::string(a.name) < b.name; });
   for (const Command& c : sorted) std::fprintf(to, "  %-10s %s\n", c.name, c.summary);
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "mlakit: %s\n\n", message.c_str());
+  print_overview(stderr);
+  return kExitUsage;
+}
+
+// The arguments before the command: --help, --version; then the command and its arguments.
+int dispatch(const std::vector<std::string>& argv) {
+  CLI::App root{"mlakit"};
+  root.set_help_flag();
+  bool help = false, version = false;
+  root.add_flag("-h,--help", help)->disable_flag_override();
+  root.add_flag("--version", version)->disable_flag_override();
+  root.prefix_command();  // the first positional (the command) and everything after it stay unparsed
+  try {
+    root.parse(std::vector<std::string>(argv.rbegin(), argv.rend()));
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+  const std::vector<std::string> rest = root.remaining();
+  if (!rest.empty() && rest[0].rfind("-", 0) == 0) return usage_error("unknown option " + rest[0]);
+  if (version) {
+    std::printf("mlakit %s\n", MLAKIT_VERSION_STRING);
+    return kExitOk;
+  }
+  if (help || (!rest.empty() && rest[0] == "help")) {
+    print_overview(stdout);
+    return kExitOk;
+  }
+  if (rest.empty()) {
+    print_overview(stderr);
+    return kExitUsage;
+  }
+  for (const Command& c : commands()) {
+    if (rest[0] != c.name) continue;
+    Args args(c.name, std::vector<std::string>(rest.begin() + 1, rest.end()));
+    return c.run(args);
+  }
+  return usage_error("unknown command '" + rest[0] + "'");
 }
 
 }  // namespace
@@ -33,27 +81,20 @@ bool register_command(const Command& command) {
 
 }  // namespace mlakit::cli
 
+// Allocation failures end here, not in std::terminate: the host-memory estimate (docs/workbench.md)
+// refuses the shapes it knows are too big, and this catches what it cannot foresee.
 int main(int argc, char** argv) {
-  using namespace mlakit::cli;
-  if (argc < 2) {
-    print_overview(stderr);
-    return kExitUsage;
+  try {
+    return mlakit::cli::dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "mlakit: out of host memory: an allocation failed (std::bad_alloc). A smaller shape, or "
+                 "MLAKIT_HOST_MEMORY_LIMIT set below what this machine can give, makes mlakit refuse such "
+                 "runs before they start.\n");
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "mlakit: internal error: %s\n", e.what());
   }
-  const std::string name = argv[1];
-  if (name == "--help" || name == "-h" || name == "help") {
-    print_overview(stdout);
-    return kExitOk;
-  }
-  for (const Command& c : commands()) {
-    if (name != c.name) continue;
-    Args args(std::vector<std::string>(argv + 2, argv + argc), c.flags);
-    if (args.help()) {
-      std::printf("%s\n", c.usage);
-      return kExitOk;
-    }
-    return c.run(args);
-  }
-  std::fprintf(stderr, "mlakit: unknown command '%s'\n\n", name.c_str());
-  print_overview(stderr);
-  return kExitUsage;
+  return mlakit::cli::kExitFailure;
 }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <thread>
+
+#include "base/format.h"
 
 #include "plan/dsa/contract.h"
 #include "plan/dsa/cost.h"
@@ -147,9 +150,11 @@ const std::vector<ShapeOption>& DsaBench::shape_options() {
   return options;
 }
 
-// T tokens, each row `valid` top-k picks clustered by page, the rest -1; enough pages for every
-// row to pick distinct pages unless --num-pages says otherwise.
-Status DsaBench::make_shape(const ShapeArgs& args, uint64_t seed, DsaWorkload* out) {
+namespace {
+
+// The problem of `mlakit run`'s shape options: enough pages for every row to pick distinct pages
+// unless --num-pages says otherwise.
+DsaProblem shape_problem(const ShapeArgs& args) {
   const auto get = [&](const char* name, long long fallback) {
     const auto it = args.find(name);
     return it == args.end() ? fallback : it->second;
@@ -160,7 +165,55 @@ Status DsaBench::make_shape(const ShapeArgs& args, uint64_t seed, DsaWorkload* o
   p.topk = int(get("topk", 2048));
   const long long pages_needed = (long long)p.num_tokens * ((p.topk + p.page_size - 1) / p.page_size + 1);
   p.num_pages = int(get("num-pages", std::min<long long>(pages_needed, 1 << 20)));
-  return make_dsa_workload(p, int(get("valid", -1)), seed, out);
+  return p;
+}
+
+// Host throughput per thread of what a DSA session does, measured on a 2-core x86 runner
+// (T = 600: 0.73 G cache elements in 7 s, a 43 GFLOP reference in 2.4 s): rough on purpose,
+// for warnings only. Both run on every hardware thread.
+constexpr double kSynthElementsPerSecond = 5e7;
+constexpr double kReferenceFlopsPerSecond = 9e9;
+
+// What a session holds for `p`: bf16 caches and queries, the indices twice (the suite's copy and
+// the session's), the fp64 reference output and lse, the unit pool of the synthesis.
+HostFootprint dsa_footprint(const DsaProblem& p, double reference_flops) {
+  const double slots = double(p.num_pages) * p.page_size, rows = double(p.num_tokens) * p.num_heads;
+  const double width = p.head_dim_ckv + p.head_dim_kpe;
+  const double caches = slots * width * 2, queries = rows * width * 2;
+  const double indices = 2.0 * double(p.num_tokens) * p.topk * 4;
+  const double reference = rows * (p.head_dim_ckv + 1) * 8;
+  HostFootprint f;
+  f.bytes = caches + queries + indices + reference + double(p.num_pages) * 4;
+  f.detail = "caches " + format_bytes(caches) + ", queries " + format_bytes(queries) + ", indices " +
+             format_bytes(indices) + ", reference " + format_bytes(reference);
+  const double threads = std::max(1u, std::thread::hardware_concurrency());
+  f.synth_seconds = (slots + rows) * width / (kSynthElementsPerSecond * threads);
+  // A session keeps the caches while the page count and page size stay (Inputs::prepare).
+  f.shared_key = "pages=" + std::to_string(p.num_pages) + " ps=" + std::to_string(p.page_size);
+  f.shared_synth_seconds = slots * width / (kSynthElementsPerSecond * threads);
+  f.reference_seconds = reference_flops / (kReferenceFlopsPerSecond * threads);
+  return f;
+}
+
+}  // namespace
+
+// The footprint of the shape, and the options that size its largest part.
+Status DsaBench::shape_footprint(const ShapeArgs& args, HostFootprint* out) {
+  const DsaProblem p = shape_problem(args);
+  // Every row at topk picks: the most the reference can do for this shape.
+  *out = dsa_footprint(p, dsa_cost(p, std::vector<int>(size_t(p.num_tokens), p.topk)).flops);
+  const double caches = double(p.num_pages) * p.page_size * (p.head_dim_ckv + p.head_dim_kpe) * 2;
+  const std::string t = "--t " + std::to_string(p.num_tokens);
+  if (caches < out->bytes / 2) out->sized_by = args.count("topk") ? t + " --topk " + std::to_string(p.topk) : t;
+  else if (args.count("num-pages")) out->sized_by = "--num-pages " + std::to_string(p.num_pages);
+  else out->sized_by = t + " (its default --num-pages is " + std::to_string(p.num_pages) + ")";
+  return Status::ok();
+}
+
+// T tokens, each row `valid` top-k picks clustered by page, the rest -1.
+Status DsaBench::make_shape(const ShapeArgs& args, uint64_t seed, DsaWorkload* out) {
+  const auto it = args.find("valid");
+  return make_dsa_workload(shape_problem(args), it == args.end() ? -1 : int(it->second), seed, out);
 }
 
 WorkloadInfo DsaBench::describe(const DsaWorkload& w) {
@@ -170,6 +223,7 @@ WorkloadInfo DsaBench::describe(const DsaWorkload& w) {
   i.bucket = dsa_shape_bucket(w.problem);
   i.num_tokens = w.problem.num_tokens;
   i.cost = dsa_cost(w.problem, valid_per_row(w));
+  i.host = dsa_footprint(w.problem, i.cost.flops);
   return i;
 }
 

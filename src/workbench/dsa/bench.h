@@ -50,6 +50,7 @@ struct DsaBench {
   static Status load_trace(const std::string& dir, const std::string& definition, uint64_t seed,
                            std::vector<DsaWorkload>* out);
   static const std::vector<ShapeOption>& shape_options();
+  static Status shape_footprint(const ShapeArgs& args, HostFootprint* out);
   static Status make_shape(const ShapeArgs& args, uint64_t seed, DsaWorkload* out);
   static WorkloadInfo describe(const DsaWorkload& w);
   static std::string reference_header();

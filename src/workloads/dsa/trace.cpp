@@ -50,7 +50,7 @@ Status find_definition(const std::string& dir, const std::string& name, json::Va
   for (const std::string& f : files) {
     json::Value v;
     MLAKIT_RETURN_IF_ERROR(json::parse_file(f, &v));
-    const std::string n = v["name"].as_string();
+    const std::string n = json::string_or(v, "name");
     if (n == name) {
       *def = std::move(v);
       *path = f;
@@ -68,7 +68,7 @@ Status find_definition(const std::string& dir, const std::string& name, json::Va
 Status const_axis(const json::Value& def, const char* axis, int64_t* out) {
   const std::string where = "definition.axes." + std::string(axis);
   const json::Value* a = nullptr;
-  MLAKIT_RETURN_IF_ERROR(json::get_member(def["axes"], axis, &a, "definition.axes"));
+  MLAKIT_RETURN_IF_ERROR(json::get_member(json::member(def, "axes"), axis, &a, "definition.axes"));
   std::string type;
   MLAKIT_RETURN_IF_ERROR(json::get_string(*a, "type", &type, where));
   if (type != "const") return Status::unsupported(where + ": expected a \"const\" axis, got \"" + type + "\"");
@@ -77,8 +77,9 @@ Status const_axis(const json::Value& def, const char* axis, int64_t* out) {
 
 // A workload axis: the line's value, else the definition's constant.
 Status workload_axis(const json::Value& axes, const json::Value& def, const char* axis, int64_t* out) {
-  if (axes.contains(axis)) return json::get_int(axes, axis, out, "workload.axes");
-  if (def["axes"][axis]["type"].as_string() == "const") return const_axis(def, axis, out);
+  if (json::find(axes, axis)) return json::get_int(axes, axis, out, "workload.axes");
+  if (json::string_or(json::member(json::member(def, "axes"), axis), "type") == "const")
+    return const_axis(def, axis, out);
   return Status::invalid_argument("workload.axes: missing key \"" + std::string(axis) + "\"");
 }
 
@@ -135,11 +136,11 @@ class TraceReader {
     MLAKIT_RETURN_IF_ERROR(to_int(v, "page_size", &base_.page_size));
     MLAKIT_RETURN_IF_ERROR(const_axis(def, "topk", &v));
     MLAKIT_RETURN_IF_ERROR(to_int(v, "topk", &base_.topk));
-    const json::Value& si = def["inputs"]["sparse_indices"];
+    const json::Value& si = json::member(json::member(def, "inputs"), "sparse_indices");
     if (!si.is_object()) return Status::invalid_argument("definition.inputs: missing \"sparse_indices\"");
-    if (si["dtype"].as_string() != "int32")
+    if (json::string_or(si, "dtype") != "int32")
       return Status::unsupported("definition.inputs.sparse_indices: expected dtype int32, got " +
-                                 json::describe(si["dtype"]));
+                                 json::describe(json::member(si, "dtype")));
     return Status::ok();
   }
 
@@ -161,23 +162,14 @@ class TraceReader {
     std::string text;
     MLAKIT_RETURN_IF_ERROR(read_file(path, &text));
     std::vector<json::Value> lines;
-    MLAKIT_RETURN_IF_ERROR(prefixed(path, json::parse_lines(text, &lines)));
-    // parse_lines skips blank lines; recover the file's line numbers for messages.
-    std::vector<int> line_numbers;
-    int n = 0;
-    for (size_t start = 0; start < text.size();) {
-      size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      ++n;
-      if (text.find_first_not_of(" \t\r", start) < end) line_numbers.push_back(n);
-      start = end + 1;
-    }
+    std::vector<int> line_numbers;  // blank lines are skipped: the file's line of each value
+    MLAKIT_RETURN_IF_ERROR(prefixed(path, json::parse_lines(text, &lines, &line_numbers)));
     for (size_t i = 0; i < lines.size(); ++i) {
       const json::Value& line = lines[i];
       const std::string where = path + ": line " + std::to_string(line_numbers[i]);
-      const json::Value* d = line.find("definition");
-      if (d != nullptr && d->as_string() != options_.definition) continue;
-      const json::Value& w = line.contains("workload") ? line["workload"] : line;
+      if (json::find(line, "definition") && json::string_or(line, "definition") != options_.definition) continue;
+      const json::Value* nested = json::find(line, "workload");
+      const json::Value& w = nested ? *nested : line;
       DsaWorkload wl;
       bool random = false;
       MLAKIT_RETURN_IF_ERROR(prefixed(where, read_workload(w, path, &wl, &random)));
@@ -189,7 +181,7 @@ class TraceReader {
 
   Status read_workload(const json::Value& w, const std::string& jsonl_path, DsaWorkload* wl, bool* random) {
     if (!w.is_object()) return Status::invalid_argument("expected a workload object, got " + json::describe(w));
-    if (const json::Value* u = w.find("uuid")) wl->uuid = u->as_string();
+    wl->uuid = json::string_or(w, "uuid");
     const json::Value* axes = nullptr;
     MLAKIT_RETURN_IF_ERROR(json::get_member(w, "axes", &axes, "workload"));
     DsaProblem p = base_;
@@ -203,8 +195,8 @@ class TraceReader {
 
     const json::Value* inputs = nullptr;
     MLAKIT_RETURN_IF_ERROR(json::get_member(w, "inputs", &inputs, "workload"));
-    const json::Value& scale = (*inputs)["sm_scale"];
-    if (scale["type"].as_string() == "scalar") {
+    const json::Value& scale = json::member(*inputs, "sm_scale");
+    if (json::string_or(scale, "type") == "scalar") {
       double s = 0;
       MLAKIT_RETURN_IF_ERROR(json::get_number(scale, "value", &s, "workload.inputs.sm_scale"));
       wl->sm_scale = float(s);
@@ -267,6 +259,9 @@ class TraceReader {
 
 Status load_dsa_trace(const std::string& dataset_dir, const DsaTraceOptions& options, DsaSuite* out) {
   if (out == nullptr) return Status::invalid_argument("load_dsa_trace: out is null");
+  if (file_exists(dataset_dir) && !is_directory(dataset_dir))
+    return Status::invalid_argument(dataset_dir + ": is a file, not a FlashInfer-Trace dataset folder (definitions/, "
+                                    "workloads/, blob/)");
   if (!is_directory(dataset_dir)) return Status::not_found(dataset_dir + ": no such dataset folder");
   DsaSuite suite;
   MLAKIT_RETURN_IF_ERROR(TraceReader(dataset_dir, options).read(&suite));
@@ -282,7 +277,7 @@ Status list_dsa_trace_definitions(const std::string& dataset_dir, std::vector<st
   for (const std::string& f : files) {
     json::Value v;
     MLAKIT_RETURN_IF_ERROR(json::parse_file(f, &v));
-    const std::string& n = v["name"].as_string();
+    const std::string n = json::string_or(v, "name");
     if (n.rfind("dsa_sparse_attention", 0) == 0) names->push_back(n);
   }
   std::sort(names->begin(), names->end());
