@@ -142,40 +142,29 @@ fetch_pytest() {
   fi
 }
 
-fetch_cli11() {
-  [ -f "$DEPS/cli11/include/CLI/CLI.hpp" ] && return 0
-  say "fetching CLI11 headers (Debian libcli11-dev=$CLI11_VERSION)"
+fetch_deb_headers() {  # name, package, version, sha256, header under usr/include (its folder is kept)
+  local name=$1 package=$2 version=$3 sha=$4 header=$5
+  local keep=${header%%/*}
+  [ -f "$DEPS/$name/include/$header" ] && return 0
+  say "fetching $name headers (Debian $package=$version)"
   local tmp
   tmp=$(mktemp -d)
-  if download_deb libcli11-dev "$CLI11_VERSION" "$tmp" "$CLI11_SHA256"; then
-    dpkg-deb -x "$tmp"/libcli11-dev_*.deb "$tmp/x"
-    rm -rf "$DEPS/cli11"
-    mkdir -p "$DEPS/cli11/include"
-    mv "$tmp/x/usr/include/CLI" "$DEPS/cli11/include/CLI"
-    echo "$CLI11_VERSION" >"$DEPS/cli11/VERSION"
+  if download_deb "$package" "$version" "$tmp" "$sha"; then
+    dpkg-deb -x "$tmp"/"$package"_*.deb "$tmp/x"
+    rm -rf "${DEPS:?}/$name"
+    mkdir -p "$DEPS/$name/include"
+    mv "$tmp/x/usr/include/$keep" "$DEPS/$name/include/$keep"
+    echo "$version" >"$DEPS/$name/VERSION"
   else
     rm -rf "$tmp"
-    fail "CLI11 headers could not be fetched (message above)." "$no_registry_hint"
+    fail "$name headers could not be fetched (message above)." "$no_registry_hint"
   fi
   rm -rf "$tmp"
 }
 
+fetch_cli11() { fetch_deb_headers cli11 libcli11-dev "$CLI11_VERSION" "$CLI11_SHA256" CLI/CLI.hpp; }
 fetch_nlohmann_json() {
-  [ -f "$DEPS/nlohmann_json/include/nlohmann/json.hpp" ] && return 0
-  say "fetching nlohmann/json headers (Debian nlohmann-json3-dev=$JSON_VERSION)"
-  local tmp
-  tmp=$(mktemp -d)
-  if download_deb nlohmann-json3-dev "$JSON_VERSION" "$tmp" "$JSON_SHA256"; then
-    dpkg-deb -x "$tmp"/nlohmann-json3-dev_*.deb "$tmp/x"
-    rm -rf "$DEPS/nlohmann_json"
-    mkdir -p "$DEPS/nlohmann_json/include"
-    mv "$tmp/x/usr/include/nlohmann" "$DEPS/nlohmann_json/include/nlohmann"
-    echo "$JSON_VERSION" >"$DEPS/nlohmann_json/VERSION"
-  else
-    rm -rf "$tmp"
-    fail "nlohmann/json headers could not be fetched (message above)." "$no_registry_hint"
-  fi
-  rm -rf "$tmp"
+  fetch_deb_headers nlohmann_json nlohmann-json3-dev "$JSON_VERSION" "$JSON_SHA256" nlohmann/json.hpp
 }
 
 fetch_nvml() {
