@@ -1,17 +1,21 @@
-// Copy-bandwidth ceiling: measurement and its per-device-name cache file.
+// The ceilings: copy bandwidth and bf16 tensor peak, their measurement and per-device-name cache.
 #include "workbench/ceiling.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <random>
 #include <vector>
 
 #include <cuda_runtime_api.h>
 
+#include "base/bf16.h"
 #include "base/cuda_status.h"
 #include "base/run_info.h"
 #include "io/file.h"
 #include "io/json.h"
 #include "mlakit/device.h"
+#include "workbench/cublas_gemm.h"
 #include "workbench/timer.h"
 
 namespace mlakit {
@@ -25,6 +29,24 @@ constexpr size_t kMaxCopyBytes = size_t(1) << 30;
 constexpr size_t kMinCopyBytes = size_t(64) << 20;
 constexpr int kWarmup = 2;
 constexpr int kRepeats = 10;
+
+// The bf16 GEMMs of the tensor peak. Each has >= 8192 in every dimension: thousands of output
+// tiles (a full wave on 132 SMs many times over) and a K loop long enough that the prologue and
+// epilogue are a few % of the time, so the figure is the mainloop's rate. K = 16384 and the
+// 16384^2 output shift that balance further; the best of the three is kept. The largest needs
+// 1 GiB (A, B and C in bf16).
+constexpr GemmShape kMatmulShapes[] = {{8192, 8192, 8192}, {8192, 8192, 16384}, {16384, 16384, 8192}};
+// 5 warm-ups let cuBLAS load its kernel and the clocks settle; 20 timed GEMMs of 1-6 ms each
+// give a stable median. The matmul key of the cache entry.
+constexpr int kMatmulWarmup = 5;
+constexpr int kMatmulIters = 20;
+constexpr const char* kMatmulKey = "bf16_matmul";
+// NVIDIA's recommended cuBLAS workspace on Hopper; given once, so a timed call allocates nothing.
+constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+// Inputs repeat a random pattern of this many bf16 values (a prime, so that rows and tiles do
+// not see the same values): random operands keep the tensor cores' datapath toggling as real
+// data does (zeros or constants draw less power and would overstate a power-capped peak).
+constexpr size_t kPatternElems = 1000003;
 
 std::string resolve(const std::string& cache_path) {
   return cache_path.empty() ? default_ceiling_cache_path() : cache_path;
@@ -43,6 +65,45 @@ Status read_cache(const std::string& path, json::Value* root) {
     return Status::io_error(path + ": not a version-1 mlakit.ceiling file");
   *root = std::move(v);
   return Status::ok();
+}
+
+// Reads the cache (started again when unreadable), lets `update` change the entry of `device`
+// (an object, created when absent) and writes the file.
+Status update_entry(const std::string& path, const std::string& device,
+                    const std::function<void(json::Value&)>& update) {
+  json::Value root;
+  if (!read_cache(path, &root)) root = json::Value::object();  // unreadable: start it again
+  root["format"] = kFormat;
+  root["version"] = kVersion;
+  json::Value& entry = root["devices"][device];
+  if (!entry.is_object()) entry = json::Value::object();
+  update(entry);
+  return json::write_file(path, root, 2);
+}
+
+// The cache's entry of `device_name` (nullptr when absent) and the text that names it in messages.
+Status find_entry(const std::string& path, const std::string& device_name, json::Value* root,
+                  const json::Value** entry, std::string* where) {
+  MLAKIT_RETURN_IF_ERROR(read_cache(path, root));
+  *entry = json::find(json::member(*root, "devices"), device_name);
+  *where = path + ": devices[\"" + device_name + "\"]";
+  return Status::ok();
+}
+
+// Fills `elems` bf16 values at `dst` with `pattern` repeated: one upload, then device copies that
+// double the filled prefix.
+Status fill_with_pattern(void* dst, size_t elems, const std::vector<uint16_t>& pattern, cudaStream_t stream) {
+  auto* p = static_cast<uint16_t*>(dst);
+  size_t filled = std::min(elems, pattern.size());
+  MLAKIT_RETURN_IF_ERROR(cuda_status(
+      cudaMemcpyAsync(p, pattern.data(), filled * 2, cudaMemcpyHostToDevice, stream), "uploading GEMM inputs"));
+  while (filled < elems) {
+    const size_t n = std::min(filled, elems - filled);
+    MLAKIT_RETURN_IF_ERROR(cuda_status(
+        cudaMemcpyAsync(p + filled, p, n * 2, cudaMemcpyDeviceToDevice, stream), "filling GEMM inputs"));
+    filled += n;
+  }
+  return cuda_status(cudaStreamSynchronize(stream), "filling GEMM inputs");
 }
 
 }  // namespace
@@ -114,10 +175,11 @@ Status cached_copy_ceiling(const std::string& device_name, CopyCeiling* out,
   *out = CopyCeiling{};
   const std::string path = resolve(cache_path);
   json::Value root;
-  MLAKIT_RETURN_IF_ERROR(read_cache(path, &root));
-  const json::Value* entry = json::find(json::member(root, "devices"), device_name);
-  if (!entry) return Status::not_found("no copy ceiling for " + device_name + " in " + path);
-  const std::string where = path + ": devices[\"" + device_name + "\"]";
+  const json::Value* entry = nullptr;
+  std::string where;
+  MLAKIT_RETURN_IF_ERROR(find_entry(path, device_name, &root, &entry, &where));
+  if (!entry || !json::find(*entry, "copy_gbps"))
+    return Status::not_found("no copy ceiling for " + device_name + " in " + path);
   MLAKIT_RETURN_IF_ERROR(json::get_number(*entry, "copy_gbps", &out->gbps, where));
   if (!(out->gbps > 0)) return Status::io_error(where + ".copy_gbps: expected > 0");
   double repeats = 0;
@@ -141,16 +203,179 @@ Status copy_ceiling(int device, CopyCeiling* out, const std::string& cache_path,
   }
   MLAKIT_RETURN_IF_ERROR(measure_copy_ceiling(device, out));
   out->path = path;
+  return store_copy_ceiling(*out, path);
+}
+
+Status store_copy_ceiling(const CopyCeiling& c, const std::string& cache_path) {
+  return update_entry(resolve(cache_path), c.device, [&](json::Value& e) {
+    e["copy_gbps"] = json::number(std::round(c.gbps * 10) / 10);
+    e["bytes"] = json::number(c.bytes);
+    e["repeats"] = c.repeats;
+    e["measured"] = c.measured;
+    e["git"] = git_revision();
+  });
+}
+
+// --- the bf16 dense tensor peak ------------------------------------------------------------------
+
+const GemmShape* matmul_ceiling_shapes(int* count) {
+  *count = int(std::size(kMatmulShapes));
+  return kMatmulShapes;
+}
+
+Status measure_matmul_ceiling(int device, MatmulCeiling* out) {
+  *out = MatmulCeiling{};
+  DeviceFacts facts;
+  MLAKIT_RETURN_IF_ERROR(query_device(device, &facts));
+  int previous = 0;
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&previous), "cudaGetDevice"));
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
+
+  struct Resources {
+    int restore;
+    void* a = nullptr;
+    void* b = nullptr;
+    void* c = nullptr;
+    void* workspace = nullptr;
+    cudaStream_t stream = nullptr;
+    ~Resources() {
+      if (stream) cudaStreamDestroy(stream);
+      for (void* p : {a, b, c, workspace})
+        if (p) cudaFree(p);
+      cudaSetDevice(restore);
+    }
+  } res{previous};
+
+  // The shapes whose A, B and C fit in half the free memory; the buffers fit the largest of each.
+  size_t free_bytes = 0, total_bytes = 0;
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
+  std::vector<GemmShape> shapes;
+  size_t a_elems = 0, b_elems = 0, c_elems = 0;
+  for (const GemmShape& s : kMatmulShapes) {
+    const size_t a = size_t(s.m * s.k), b = size_t(s.k * s.n), c = size_t(s.m * s.n);
+    if (2 * (a + b + c) + kCublasWorkspaceBytes > free_bytes / 2) continue;
+    shapes.push_back(s);
+    a_elems = std::max(a_elems, a);
+    b_elems = std::max(b_elems, b);
+    c_elems = std::max(c_elems, c);
+  }
+  if (shapes.empty()) {
+    const GemmShape& s = kMatmulShapes[0];
+    const size_t need = 2 * (2 * size_t(s.m * s.k + s.k * s.n + s.m * s.n) + kCublasWorkspaceBytes);
+    return Status::device_error("only " + std::to_string(free_bytes >> 20) + " MiB free on the device; the bf16 " +
+                                "tensor peak needs " + std::to_string(need >> 20) + " MiB (twice the operands of a " +
+                                std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                                " GEMM and the cuBLAS workspace)");
+  }
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&res.a, a_elems * 2), "cudaMalloc (GEMM A)"));
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&res.b, b_elems * 2), "cudaMalloc (GEMM B)"));
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&res.c, c_elems * 2), "cudaMalloc (GEMM C)"));
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&res.workspace, kCublasWorkspaceBytes), "cudaMalloc (cuBLAS workspace)"));
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&res.stream, cudaStreamNonBlocking),
+                                     "cudaStreamCreate"));
+
+  std::vector<uint16_t> pattern(kPatternElems);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (uint16_t& x : pattern) x = float_to_bf16(uniform(rng));
+  MLAKIT_RETURN_IF_ERROR(fill_with_pattern(res.a, a_elems, pattern, res.stream));
+  MLAKIT_RETURN_IF_ERROR(fill_with_pattern(res.b, b_elems, pattern, res.stream));
+
+  CublasBf16Gemm cublas;  // declared after `res`: its handle goes before the stream it uses
+  MLAKIT_RETURN_IF_ERROR(cublas.init(res.stream, res.workspace, kCublasWorkspaceBytes));
+
+  TimingConfig config;
+  config.warmup = kMatmulWarmup;
+  config.iters = kMatmulIters;
+  // Warm L2: a compute peak. The 0.4-1 GiB of operands dwarf the 50-60 MB L2 anyway; only the
+  // last tiles of one call could still be cached when the next starts.
+  config.cold_l2 = false;
+  config.label = "cublas_bf16_gemm";
+  for (const GemmShape& s : shapes) {
+    // The handle enqueues on res.stream, the stream the timer is given.
+    const GpuCall gemm = [&](cudaStream_t) {
+      return cublas.gemm_tn(int(s.m), int(s.n), int(s.k), res.a, res.b, res.c);
+    };
+    TimingResult t;
+    const std::string shape = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+    if (Status st = time_gpu_call(gemm, res.stream, config, &t); !st)
+      return Status(st.code(), "bf16 GEMM " + shape + ": " + st.message());
+    if (!(t.median_us > 0)) return Status::device_error("bf16 GEMM " + shape + ": timed at 0 us");
+    const double tflops = 2.0 * double(s.m) * double(s.n) * double(s.k) / (t.median_us * 1e6);
+    if (tflops > out->tflops) {
+      out->tflops = tflops;
+      out->m = s.m;
+      out->n = s.n;
+      out->k = s.k;
+      out->method = t.method;
+      out->sm_clock_mhz = t.sm_clock_mhz;
+      out->throttle = t.throttle;
+    }
+  }
+  out->device = facts.name;
+  out->library = cublas.version();
+  out->iters = kMatmulIters;
+  out->measured = utc_timestamp();
+  return Status::ok();
+}
+
+Status cached_matmul_ceiling(const std::string& device_name, MatmulCeiling* out, const std::string& cache_path) {
+  *out = MatmulCeiling{};
+  const std::string path = resolve(cache_path);
   json::Value root;
-  if (!read_cache(path, &root)) root = json::Value::object();  // unreadable: start it again
-  root["format"] = kFormat;
-  root["version"] = kVersion;
-  root["devices"][out->device] = {{"copy_gbps", json::number(std::round(out->gbps * 10) / 10)},
-                                  {"bytes", json::number(out->bytes)},
-                                  {"repeats", out->repeats},
-                                  {"measured", out->measured},
-                                  {"git", git_revision()}};
-  return json::write_file(path, root, 2);
+  const json::Value* entry = nullptr;
+  std::string where;
+  MLAKIT_RETURN_IF_ERROR(find_entry(path, device_name, &root, &entry, &where));
+  const json::Value* m = entry ? json::find(*entry, kMatmulKey) : nullptr;
+  if (!m) return Status::not_found("no bf16 tensor peak for " + device_name + " in " + path);
+  where += std::string(".") + kMatmulKey;
+  MLAKIT_RETURN_IF_ERROR(json::get_number(*m, "tflops", &out->tflops, where));
+  if (!(out->tflops > 0)) return Status::io_error(where + ".tflops: expected > 0");
+  int64_t iters = 0, mhz = 0;
+  for (Status st : {json::get_optional_int(*m, "m", &out->m, where), json::get_optional_int(*m, "n", &out->n, where),
+                    json::get_optional_int(*m, "k", &out->k, where),
+                    json::get_optional_string(*m, "library", &out->library, where),
+                    json::get_optional_string(*m, "method", &out->method, where),
+                    json::get_optional_int(*m, "iters", &iters, where),
+                    json::get_optional_int(*m, "sm_clock_mhz", &mhz, where),
+                    json::get_optional_string(*m, "throttle", &out->throttle, where),
+                    json::get_optional_string(*m, "measured", &out->measured, where)})
+    MLAKIT_RETURN_IF_ERROR(st);
+  out->iters = int(iters);
+  out->sm_clock_mhz = int(mhz);
+  out->device = device_name;
+  out->path = path;
+  out->from_cache = true;
+  return Status::ok();
+}
+
+Status store_matmul_ceiling(const MatmulCeiling& c, const std::string& cache_path) {
+  return update_entry(resolve(cache_path), c.device, [&](json::Value& e) {
+    e[kMatmulKey] = {{"tflops", json::number(std::round(c.tflops * 10) / 10)},
+                     {"m", c.m},
+                     {"n", c.n},
+                     {"k", c.k},
+                     {"library", c.library},
+                     {"method", c.method},
+                     {"iters", c.iters},
+                     {"sm_clock_mhz", c.sm_clock_mhz},
+                     {"throttle", c.throttle},
+                     {"measured", c.measured},
+                     {"git", git_revision()}};
+  });
+}
+
+Status matmul_ceiling(int device, MatmulCeiling* out, const std::string& cache_path, bool remeasure) {
+  const std::string path = resolve(cache_path);
+  DeviceFacts facts;
+  MLAKIT_RETURN_IF_ERROR(query_device(device, &facts));
+  if (!remeasure) {
+    const Status cached = cached_matmul_ceiling(facts.name, out, path);
+    if (cached) return cached;
+  }
+  MLAKIT_RETURN_IF_ERROR(measure_matmul_ceiling(device, out));
+  out->path = path;
+  return store_matmul_ceiling(*out, path);
 }
 
 }  // namespace mlakit

@@ -19,6 +19,7 @@
 #include "io/json.h"
 #include "mlakit/version.h"
 #include "workbench/ceiling.h"
+#include "workbench/cublas_gemm.h"
 #include "workbench/cupti_spans.h"
 #include "workbench/nvml.h"
 #include "workbench/profiling.h"
@@ -326,6 +327,103 @@ TEST(CeilingCache, MissingOrForeignFiles) {
   EXPECT_NE(st.message().find("copy_gbps"), std::string::npos) << st.message();
 }
 
+// --- the bf16 tensor peak beside it (the cache; measuring needs a GPU) -------------------------
+
+MatmulCeiling sample_peak(const std::string& device) {
+  MatmulCeiling m;
+  m.device = device;
+  m.tflops = 812.44;
+  m.m = 8192;
+  m.n = 8192;
+  m.k = 16384;
+  m.library = "cuBLAS 13.0.2";
+  m.method = "cupti";
+  m.iters = 20;
+  m.sm_clock_mhz = 1755;
+  m.throttle = "sw_power_cap";
+  m.measured = "2026-11-21T10:00:01Z";
+  return m;
+}
+
+TEST(CeilingCache, TheTensorPeakRoundTripsBesideTheCopyFigure) {
+  TempDir dir;
+  const std::string path = dir.file("sub/ceiling.json");
+  CopyCeiling copy;
+  copy.device = "NVIDIA H200";
+  copy.gbps = 4049.34;
+  copy.bytes = 1073741824;
+  copy.repeats = 10;
+  copy.measured = "2026-11-21T10:00:00Z";
+  ASSERT_TRUE(store_copy_ceiling(copy, path).is_ok());
+  ASSERT_TRUE(store_matmul_ceiling(sample_peak("NVIDIA H200"), path).is_ok());
+
+  MatmulCeiling m;
+  ASSERT_TRUE(cached_matmul_ceiling("NVIDIA H200", &m, path).is_ok());
+  EXPECT_DOUBLE_EQ(m.tflops, 812.4);  // written to 1 decimal
+  EXPECT_EQ(m.m, 8192);
+  EXPECT_EQ(m.n, 8192);
+  EXPECT_EQ(m.k, 16384);
+  EXPECT_EQ(m.library, "cuBLAS 13.0.2");
+  EXPECT_EQ(m.method, "cupti");
+  EXPECT_EQ(m.iters, 20);
+  EXPECT_EQ(m.sm_clock_mhz, 1755);
+  EXPECT_EQ(m.throttle, "sw_power_cap");
+  EXPECT_EQ(m.measured, "2026-11-21T10:00:01Z");
+  EXPECT_EQ(m.device, "NVIDIA H200");
+  EXPECT_EQ(m.path, path);
+  EXPECT_TRUE(m.from_cache);
+
+  // Storing one figure keeps the other, in either order.
+  CopyCeiling c;
+  ASSERT_TRUE(cached_copy_ceiling("NVIDIA H200", &c, path).is_ok());
+  EXPECT_DOUBLE_EQ(c.gbps, 4049.3);
+  EXPECT_EQ(c.measured, "2026-11-21T10:00:00Z");
+  copy.gbps = 4100;
+  ASSERT_TRUE(store_copy_ceiling(copy, path).is_ok());
+  ASSERT_TRUE(cached_matmul_ceiling("NVIDIA H200", &m, path).is_ok());
+  EXPECT_DOUBLE_EQ(m.tflops, 812.4);
+  ASSERT_TRUE(cached_copy_ceiling("NVIDIA H200", &c, path).is_ok());
+  EXPECT_DOUBLE_EQ(c.gbps, 4100);
+
+  // A device with only a tensor peak has no copy ceiling (not found, not a corrupt file), and
+  // the first device's entry is untouched.
+  ASSERT_TRUE(store_matmul_ceiling(sample_peak("NVIDIA H100 80GB HBM3"), path).is_ok());
+  const Status st = cached_copy_ceiling("NVIDIA H100 80GB HBM3", &c, path);
+  EXPECT_EQ(st.code(), Code::kNotFound) << st.to_string();
+  EXPECT_TRUE(cached_matmul_ceiling("NVIDIA H100 80GB HBM3", &m, path).is_ok());
+  EXPECT_TRUE(cached_copy_ceiling("NVIDIA H200", &c, path).is_ok());
+}
+
+TEST(CeilingCache, AFileOfTheCopyFigureOnlyHasNoTensorPeak) {
+  TempDir dir;
+  const std::string path = dir.file("ceiling.json");
+  std::ofstream(path) << R"({"format": "mlakit.ceiling", "version": 1, "devices": {
+      "NVIDIA H200": {"copy_gbps": 4049.3, "bytes": 1073741824, "repeats": 10}}})";
+  MatmulCeiling m;
+  Status st = cached_matmul_ceiling("NVIDIA H200", &m, path);
+  EXPECT_EQ(st.code(), Code::kNotFound) << st.to_string();
+  EXPECT_NE(st.message().find("bf16 tensor peak"), std::string::npos) << st.message();
+  EXPECT_EQ(cached_matmul_ceiling("NVIDIA H200", &m, dir.file("none.json")).code(), Code::kNotFound);
+  // A figure that is no positive number is an error naming the field.
+  std::ofstream(path) << R"({"format": "mlakit.ceiling", "version": 1, "devices": {
+      "NVIDIA H200": {"copy_gbps": 4049.3, "bf16_matmul": {"tflops": 0}}}})";
+  st = cached_matmul_ceiling("NVIDIA H200", &m, path);
+  EXPECT_EQ(st.code(), Code::kIoError);
+  EXPECT_NE(st.message().find("bf16_matmul.tflops"), std::string::npos) << st.message();
+  std::ofstream(path) << R"({"format": "mlakit.ceiling", "version": 1, "devices": {
+      "NVIDIA H200": {"bf16_matmul": {"tflops": 800, "m": "big"}}}})";
+  st = cached_matmul_ceiling("NVIDIA H200", &m, path);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("bf16_matmul.m"), std::string::npos) << st.message();
+}
+
+// cuBLAS is opened at run time; the toolkit's library and every entry point the GEMM uses are
+// found without a GPU.
+TEST(CeilingCache, CublasLoads) {
+  const Status st = load_cublas();
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+}
+
 // --- timer statistics and span grouping --------------------------------------------------------
 
 TEST(TimerStats, MedianPercentilesMean) {
@@ -584,6 +682,32 @@ TEST(Cli, CeilingArgumentErrors) {
   const CliResult r = run_cli("ceiling --device x");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("--device"), std::string::npos) << r.output;
+}
+
+// The help names every GEMM shape the tensor peak is measured on.
+TEST(Cli, CeilingHelpNamesTheTensorPeakShapes) {
+  if (!cli_built()) GTEST_SKIP() << "CLI not built";
+  const CliResult r = run_cli("ceiling --help");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("bf16 dense tensor peak"), std::string::npos) << r.output;
+  int count = 0;
+  const GemmShape* shapes = matmul_ceiling_shapes(&count);
+  ASSERT_GT(count, 0);
+  for (int i = 0; i < count; ++i) {
+    const std::string shape = std::to_string(shapes[i].m) + "x" + std::to_string(shapes[i].n) + "x" +
+                              std::to_string(shapes[i].k);
+    EXPECT_NE(r.output.find(shape), std::string::npos) << shape << "\n" << r.output;
+  }
+}
+
+TEST(Cli, CeilingWithoutAGpuMeasuresNothing) {
+  if (!cli_built()) GTEST_SKIP() << "CLI not built";
+  if (device_count() > 0) GTEST_SKIP() << "a CUDA device is visible: `ceiling` would measure it";
+  TempDir dir;
+  const CliResult r = run_cli("ceiling --cache " + dir.file("ceiling.json"));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("no CUDA device is visible; nothing to measure"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir.file("ceiling.json")));
 }
 
 }  // namespace
