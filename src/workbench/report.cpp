@@ -43,10 +43,11 @@ std::string csv_field(const std::string& s) {
 
 }  // namespace
 
-void apply_roofline(const Cost& cost, double ceiling_gbps, BenchRecord* r) {
+void apply_roofline(const Cost& cost, double ceiling_gbps, BenchRecord* r, double peak_tflops) {
   r->bytes = cost.gathered_bytes;
   r->flops = cost.flops;
   r->ceiling_gbps = ceiling_gbps > 0 ? ceiling_gbps : 0;
+  r->peak_tflops = peak_tflops > 0 ? peak_tflops : 0;
   if (r->median_us > 0) {
     r->gbps = cost.gathered_bytes / (r->median_us * 1e3);
     r->tflops = cost.flops / (r->median_us * 1e6);
@@ -54,11 +55,12 @@ void apply_roofline(const Cost& cost, double ceiling_gbps, BenchRecord* r) {
     r->gbps = r->tflops = 0;
   }
   r->pct_of_ceiling = r->ceiling_gbps > 0 ? 100.0 * r->gbps / r->ceiling_gbps : 0;
+  r->pct_of_peak = r->peak_tflops > 0 ? 100.0 * r->tflops / r->peak_tflops : 0;
 }
 
 BenchRecord make_bench_record(const BenchRun& run, const WorkloadInfo& w, const DeviceFacts& device,
                               const TimingResult& t, int iters, const VerifyResult* verify,
-                              double ceiling_gbps) {
+                              double ceiling_gbps, double peak_tflops) {
   BenchRecord r;
   r.git = git_revision();
   r.version = MLAKIT_VERSION_STRING;
@@ -90,7 +92,7 @@ BenchRecord make_bench_record(const BenchRun& run, const WorkloadInfo& w, const 
     r.max_abs_err_output = max_err("output");
     r.max_abs_err_lse = max_err("lse");
   }
-  apply_roofline(w.cost, ceiling_gbps, &r);
+  apply_roofline(w.cost, ceiling_gbps, &r, peak_tflops);
   return r;
 }
 
@@ -123,6 +125,8 @@ json::Value to_json(const BenchRecord& r) {
   v["tflops"] = number(round_to(r.tflops, 3));
   v["ceiling_gbps"] = number(round_to(r.ceiling_gbps, 1));
   v["pct_of_ceiling"] = number(round_to(r.pct_of_ceiling, 2));
+  v["peak_tflops"] = number(round_to(r.peak_tflops, 1));
+  v["pct_of_peak"] = number(round_to(r.pct_of_peak, 2));
   // Not verified: null; an error of an output the op does not have (NaN): null.
   v["verified"] = r.verify_ran ? json::Value(r.verified) : json::Value();
   v["max_abs_err_output"] = r.verify_ran ? number(r.max_abs_err_output) : json::Value();
@@ -154,6 +158,7 @@ Status from_json(const json::Value& v, BenchRecord* r, const std::string& where)
                     dbl("host_us", &r->host_us), dbl("bytes", &r->bytes), dbl("flops", &r->flops),
                     dbl("gbps", &r->gbps), dbl("tflops", &r->tflops),
                     dbl("ceiling_gbps", &r->ceiling_gbps), dbl("pct_of_ceiling", &r->pct_of_ceiling),
+                    dbl("peak_tflops", &r->peak_tflops), dbl("pct_of_peak", &r->pct_of_peak),
                     dbl("max_abs_err_output", &r->max_abs_err_output),
                     dbl("max_abs_err_lse", &r->max_abs_err_lse), str("floor", &r->floor_key),
                     dbl("floor_us", &r->floor_us)})
@@ -271,17 +276,19 @@ std::vector<BenchRecord> latest_records(const std::vector<BenchRecord>& records)
 std::string format_bench_table(const std::vector<BenchRecord>& records) {
   std::ostringstream os;
   char line[512];
-  std::snprintf(line, sizeof line, "%-14s %-30s %-12s %4s %9s %9s %9s %8s %6s %6s %-6s %-8s %s\n",
+  std::snprintf(line, sizeof line, "%-14s %-30s %-12s %4s %9s %9s %9s %8s %6s %8s %6s %6s %-6s %-8s %s\n",
                 "workload", "kernel", "tiling", "T", "span_us", "p90_us", "host_us", "GB/s", "%ceil",
-                "MHz", "check", "git", "device");
+                "TFLOP/s", "%peak", "MHz", "check", "git", "device");
   os << line;
   for (const BenchRecord& r : records) {
     const std::string check = r.verify_ran ? (r.verified ? "ok" : "FAIL") : "-";
     const std::string pct = r.ceiling_gbps > 0 ? format_fixed(r.pct_of_ceiling, 1) : "-";
+    const std::string pct_peak = r.peak_tflops > 0 ? format_fixed(r.pct_of_peak, 1) : "-";
     const std::string mhz = r.sm_clock_mhz > 0 ? std::to_string(r.sm_clock_mhz) : "-";
-    std::snprintf(line, sizeof line, "%-14s %-30s %-12s %4d %9.2f %9.2f %9.2f %8.0f %6s %6s %-6s %-8s %s%s\n",
+    std::snprintf(line, sizeof line, "%-14s %-30s %-12s %4d %9.2f %9.2f %9.2f %8.0f %6s %8.1f %6s %6s %-6s %-8s %s%s\n",
                   r.workload.c_str(), r.kernel_key.c_str(), r.tiling.c_str(), r.num_tokens,
-                  r.median_us, r.p90_us, r.host_us, r.gbps, pct.c_str(), mhz.c_str(), check.c_str(),
+                  r.median_us, r.p90_us, r.host_us, r.gbps, pct.c_str(), r.tflops, pct_peak.c_str(),
+                  mhz.c_str(), check.c_str(),
                   r.git.c_str(), r.device.c_str(),
                   r.throttle.empty() || r.throttle == "none" ? "" : (" [throttle: " + r.throttle + "]").c_str());
     os << line;

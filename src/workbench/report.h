@@ -41,6 +41,10 @@ struct BenchRecord {
   double tflops = 0;        // flops / median span
   double ceiling_gbps = 0;  // measured copy ceiling (0 = unknown)
   double pct_of_ceiling = 0;
+  // The measured bf16 dense tensor peak (0 = unknown) and tflops as % of it. JSON only: a CSV
+  // column would make every existing bench.csv refuse appending.
+  double peak_tflops = 0;
+  double pct_of_peak = 0;
   bool verify_ran = false;
   bool verified = false;             // verification ran and passed
   // Of the outputs named "output" and "lse" when verify_ran; NaN (null / empty in the files) for
@@ -61,12 +65,13 @@ struct BenchRun {
 };
 
 // Everything a record holds, from the parts a bench run has. `verify` may be null (not run);
-// `ceiling_gbps` <= 0 leaves the % of ceiling at 0.
+// `ceiling_gbps` <= 0 leaves the % of ceiling at 0, `peak_tflops` <= 0 the % of peak.
 BenchRecord make_bench_record(const BenchRun& run, const WorkloadInfo& workload,
                               const DeviceFacts& device, const TimingResult& timing, int iters,
-                              const VerifyResult* verify, double ceiling_gbps);
-// GB/s, TFLOP/s and % of ceiling from the cost and the record's median.
-void apply_roofline(const Cost& cost, double ceiling_gbps, BenchRecord* record);
+                              const VerifyResult* verify, double ceiling_gbps, double peak_tflops = 0);
+// GB/s, TFLOP/s, % of the copy ceiling and % of the tensor peak from the cost and the record's
+// median.
+void apply_roofline(const Cost& cost, double ceiling_gbps, BenchRecord* record, double peak_tflops = 0);
 
 json::Value to_json(const BenchRecord& r);
 // Reads a record; unknown keys are ignored, missing ones keep their defaults, a wrong type fails.

@@ -93,8 +93,14 @@ TEST(BenchRecordTest, RooflineFigures) {
   EXPECT_DOUBLE_EQ(r.gbps, 2000);
   EXPECT_DOUBLE_EQ(r.tflops, 500);
   EXPECT_DOUBLE_EQ(r.pct_of_ceiling, 50);
+  EXPECT_EQ(r.peak_tflops, 0);  // no tensor peak given: no % of it
+  EXPECT_EQ(r.pct_of_peak, 0);
+  apply_roofline(cost, 4000, &r, 800);
+  EXPECT_DOUBLE_EQ(r.peak_tflops, 800);
+  EXPECT_DOUBLE_EQ(r.pct_of_peak, 62.5);  // 500 of 800 TFLOP/s
   apply_roofline(cost, 0, &r);
   EXPECT_EQ(r.pct_of_ceiling, 0);
+  EXPECT_EQ(r.pct_of_peak, 0);
   r.median_us = 0;
   apply_roofline(cost, 4000, &r);
   EXPECT_EQ(r.gbps, 0);
@@ -129,6 +135,33 @@ TEST(BenchRecordTest, JsonRoundTrip) {
   for (const char* key : {"git", "version", "op", "kernel", "shape", "device", "median_us", "p90_us", "gbps",
                           "pct_of_ceiling"})
     EXPECT_TRUE(v.contains(key)) << key;
+}
+
+// The tensor peak travels in the JSON record (not the CSV: its columns stay) and shows in the
+// table as TFLOP/s and % of it.
+TEST(BenchRecordTest, TheTensorPeakRoundTripsAndShowsInTheTable) {
+  BenchRecord r = sample_record("mla-h128", 10);
+  Cost cost;
+  cost.gathered_bytes = 20e6;
+  cost.flops = 5e9;  // 500 TFLOP/s in 10 us
+  apply_roofline(cost, 4000, &r, 812.5);
+  json::Value parsed;
+  ASSERT_TRUE(json::parse(json::dump(to_json(r)), &parsed).is_ok());
+  BenchRecord back;
+  ASSERT_TRUE(from_json(parsed, &back).is_ok());
+  EXPECT_DOUBLE_EQ(back.tflops, 500);
+  EXPECT_DOUBLE_EQ(back.peak_tflops, 812.5);
+  EXPECT_DOUBLE_EQ(back.pct_of_peak, 61.54);  // written to 2 decimals
+  EXPECT_EQ(csv_header().find("peak"), std::string::npos);
+
+  BenchRecord unknown = sample_record("contest-01", 10);
+  apply_roofline(cost, 4000, &unknown);  // no peak measured
+  const std::vector<std::string> table = lines_of(format_bench_table({back, unknown}));
+  ASSERT_GE(table.size(), 3u);
+  EXPECT_NE(table[0].find("TFLOP/s"), std::string::npos) << table[0];
+  EXPECT_NE(table[0].find("%peak"), std::string::npos) << table[0];
+  EXPECT_NE(table[1].find(" 500.0   61.5 "), std::string::npos) << table[1];
+  EXPECT_NE(table[2].find(" 500.0      - "), std::string::npos) << table[2];
 }
 
 TEST(BenchRecordTest, TheFloorOfTheSameRunRoundTrips) {

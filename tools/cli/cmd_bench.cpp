@@ -56,6 +56,7 @@ struct Totals {
   double floor_sum_us = 0, floored_span_sum_us = 0;  // over the workloads with a floor figure
   int floored = 0;
   double ceiling_gbps = 0;  // measured copy ceiling, 0 = unknown
+  double peak_tflops = 0;   // measured bf16 dense tensor peak, 0 = unknown
   std::vector<BenchRecord> records;
 };
 
@@ -99,9 +100,9 @@ void plan_floors(SuiteRun* run) {
 
 void print_gpu_header(bool time) {
   if (time)
-    std::printf("%-12s %3s %6s %-14s %9s %9s %9s %8s %6s %9s %7s %9s %9s %s\n", "workload", "T", "slots",
-                "tiling", "span_us", "p90_us", "host_us", "GB/s", "%ceil", "floor_us", "x_floor", "err_out",
-                "err_lse", "check");
+    std::printf("%-12s %3s %6s %-14s %9s %9s %9s %8s %6s %8s %6s %9s %7s %9s %9s %s\n", "workload", "T", "slots",
+                "tiling", "span_us", "p90_us", "host_us", "GB/s", "%ceil", "TFLOP/s", "%peak", "floor_us", "x_floor",
+                "err_out", "err_lse", "check");
   else
     std::printf("%-12s %3s %6s %-12s %9s %9s %s\n", "workload", "T", "slots", "tiling", "err_out",
                 "err_lse", "check");
@@ -119,10 +120,11 @@ void print_row(const SuiteOptions& o, const WorkloadInfo& w, const BenchPlan& pl
   if (rec) {
     const std::string floor_us = rec->floor_us > 0 ? format_fixed(rec->floor_us, 2) : "-";
     const std::string x_floor = rec->floor_us > 0 ? format_fixed(t.median_us / rec->floor_us, 2) : "-";
-    std::printf("%-12s %3d %6lld %-14s %9.2f %9.2f %9.2f %8.0f %6.1f %9s %7s %9s %9s %s\n", w.name.c_str(),
+    const std::string pct_peak = rec->peak_tflops > 0 ? format_fixed(rec->pct_of_peak, 1) : "-";
+    std::printf("%-12s %3d %6lld %-14s %9.2f %9.2f %9.2f %8.0f %6.1f %8.1f %6s %9s %7s %9s %9s %s\n", w.name.c_str(),
                 w.num_tokens, (long long)w.cost.rows, plan.tiling().c_str(), t.median_us, t.p90_us, t.host_us,
-                rec->gbps, rec->pct_of_ceiling, floor_us.c_str(), x_floor.c_str(), err_out.c_str(),
-                err_lse.c_str(), check.c_str());
+                rec->gbps, rec->pct_of_ceiling, rec->tflops, pct_peak.c_str(), floor_us.c_str(), x_floor.c_str(),
+                err_out.c_str(), err_lse.c_str(), check.c_str());
   }
   else
     std::printf("%-12s %3d %6lld %-12s %9s %9s %s\n", w.name.c_str(), w.num_tokens, (long long)w.cost.rows,
@@ -171,7 +173,8 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
   totals->span_sum_us += t.median_us;
   const BenchRun what{run.suite.title(), run.suite.op(), plan.kernel_key(), plan.tiling()};
   totals->records.push_back(
-      make_bench_record(what, w, facts, t, o.timing.iters, o.verify ? &v : nullptr, totals->ceiling_gbps));
+      make_bench_record(what, w, facts, t, o.timing.iters, o.verify ? &v : nullptr, totals->ceiling_gbps,
+                        totals->peak_tflops));
   BenchRecord& rec = totals->records.back();
   if (run.floor && !run.floor_plans[i].empty()) {
     progress.show(progress_text(run.suite, i, "timing the gather floor"));
@@ -224,6 +227,17 @@ double measured_ceiling(int device) {
   return ceiling.gbps;
 }
 
+double measured_peak(int device) {
+  MatmulCeiling peak;
+  if (Status c = matmul_ceiling(device, &peak); !c.is_ok()) {
+    std::printf("bf16 dense tensor peak unknown: %s\n", c.to_string().c_str());
+    return 0;
+  }
+  std::printf("bf16 dense tensor peak %.0f TFLOP/s (%s); TFLOP/s = the op's FLOPs / span\n", peak.tflops,
+              peak.from_cache ? "cached" : "measured now");
+  return peak.tflops;
+}
+
 // False when the records could not be written (the folder was checked before the run).
 bool write_records(const std::string& out_dir, const std::vector<BenchRecord>& records) {
   if (records.empty() || out_dir.empty()) return true;
@@ -242,7 +256,10 @@ int run_gpu(const SuiteRun& run) {
               run.kernel.info().key.c_str(), o.time ? " (span = median GPU time of one call, cold L2)" : "");
   Totals totals;
   if (o.prof == ProfMode::kAnnotation) set_nvtx_enabled(true);
-  if (o.time) totals.ceiling_gbps = measured_ceiling(run.target.device());
+  if (o.time) {
+    totals.ceiling_gbps = measured_ceiling(run.target.device());
+    totals.peak_tflops = measured_peak(run.target.device());
+  }
   for (int k = 0; k < o.seeds; ++k) {
     if (o.seeds > 1) std::printf("-- seed %llu\n", (unsigned long long)(o.seed + k));
     print_gpu_header(o.time);
