@@ -36,10 +36,13 @@ constexpr int kRepeats = 10;
 // 16384^2 output shift that balance further; the best of the three is kept. The largest needs
 // 1 GiB (A, B and C in bf16).
 constexpr GemmShape kMatmulShapes[] = {{8192, 8192, 8192}, {8192, 8192, 16384}, {16384, 16384, 8192}};
-// 5 warm-ups let cuBLAS load its kernel and the clocks settle; 20 timed GEMMs of 1-6 ms each
-// give a stable median. The matmul key of the cache entry.
+// 5 warm-ups load cuBLAS's kernel and run its first-call work; 20 timed GEMMs of 1.5-6.5 ms
+// each (at ~700 TFLOP/s) give a stable median. Each call starts after a synchronization, as a
+// benchmarked kernel does: the figure is the rate at the clocks one call sees, not after seconds
+// of sustained load (the clock and throttle reasons are kept with it).
 constexpr int kMatmulWarmup = 5;
 constexpr int kMatmulIters = 20;
+// The member of a device's cache entry that holds the tensor peak.
 constexpr const char* kMatmulKey = "bf16_matmul";
 // NVIDIA's recommended cuBLAS workspace on Hopper; given once, so a timed call allocates nothing.
 constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;

@@ -11,7 +11,8 @@
 //                                     "library": "cuBLAS 13.0.2", "method": "cupti", "iters": 20,
 //                                     "sm_clock_mhz": 1755, "throttle": "none",
 //                                     "measured": "2026-11-21T10:00:01Z", "git": "0c0e77e"}}}}
-// Either figure may be absent from a device's entry; storing one keeps the other.
+// (The tensor figures are an example of the format.) Either figure may be absent from a
+// device's entry; storing one keeps the other.
 #pragma once
 
 #include <cstdint>
