@@ -1,0 +1,162 @@
+// Registry entry of mla_decode.v1_paged.bf16: search space, default tiling, validation against
+// problem and device, --explain, and the launch. Tiling fields (MlaTiling): c = CTAs of the
+// persistent grid, x = 32-row ring stages, p = producer warps, g = gather (bulk copies only).
+// Sizes come from traits.h; the register need from the compiled kernel when a GPU is present.
+#include "kernels/mla_decode/v1_paged/entry.h"
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <iterator>
+#include <vector>
+
+#include "base/cuda_status.h"
+#include "base/format.h"
+#include "kernels/mla_decode/v1_paged/launch.h"
+#include "kernels/mla_decode/v1_paged/traits.h"
+
+namespace mlakit::mla_v1 {
+namespace {
+
+Status reject(const MlaTiling& t, const std::string& why) {
+  return Status::invalid_argument("tiling " + t.name() + ": " + why);
+}
+
+int groups_of(const MlaProblem& p) { return p.seq_q * (p.num_heads / kHeadBlock); }
+
+// Registers per thread of a pipe: the compiled kernel's on a live device (read once per pipe),
+// else the documented need.
+int registers_needed(const MlaTiling& t, const DeviceFacts& dev) {
+  if (!dev.live) return kDocumentedRegisters;
+  static std::array<std::atomic<int>, std::size(kPipes)> known{};
+  size_t slot = 0;
+  while (kPipes[slot].stages != t.stages || kPipes[slot].producers != t.producers) ++slot;
+  if (int regs = known[slot].load(std::memory_order_relaxed); regs > 0) return regs;
+  cudaFuncAttributes attr;
+  if (kernel_attributes(Pipe{t.stages, t.producers}, &attr) != cudaSuccess || attr.numRegs <= 0) {
+    cudaGetLastError();  // no image for this device: not sticky, and the documented need holds
+    return kDocumentedRegisters;
+  }
+  known[slot].store(attr.numRegs, std::memory_order_relaxed);
+  return attr.numRegs;
+}
+
+Status check_problem(const MlaProblem& p) {
+  if (p.head_dim_ckv != kDimV || p.head_dim_kpe != kDimR)
+    return Status::unsupported("v1_paged: head dims must be ckv 512 + kpe 64; got " + std::to_string(p.head_dim_ckv) +
+                               " + " + std::to_string(p.head_dim_kpe));
+  if (p.num_heads % kHeadBlock != 0 || p.num_heads < kHeadBlock || p.num_heads > kMaxHeads)
+    return Status::unsupported("v1_paged: num_heads must be 16, 32, 64 or 128; got " + std::to_string(p.num_heads));
+  if (p.seq_q < 1 || p.seq_q > kMaxSeqQ)
+    return Status::unsupported("v1_paged: seq_q must be in [1, " + std::to_string(kMaxSeqQ) + "]; got " +
+                               std::to_string(p.seq_q));
+  return Status::ok();
+}
+
+Status check_tiling(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& dev) {
+  if (t.gather != 1) return reject(t, "g (gather) must be 1: v1_paged moves rows by cp.async.bulk only");
+  if (!is_compiled(Pipe{t.stages, t.producers})) {
+    std::string pipes;
+    for (const Pipe& c : kPipes) pipes += " x" + std::to_string(c.stages) + "p" + std::to_string(c.producers);
+    return reject(t, "(stages, producers) = (" + std::to_string(t.stages) + ", " + std::to_string(t.producers) +
+                         ") is not compiled; compiled:" + pipes);
+  }
+  const int resident = std::min(kMaxCtas, dev.num_sms * kCtasPerSm);
+  if (t.ctas < groups_of(p) || t.ctas > resident)
+    return reject(t, "c (CTAs) must be in [" + std::to_string(groups_of(p)) + ", " + std::to_string(resident) +
+                         "]: at least one per (query position, 16-head block) group, and all co-resident on " +
+                         dev.describe() + " (the CTAs of a split request wait for each other)");
+  const size_t smem = smem_bytes(t.stages);
+  if (smem > size_t(dev.smem_per_block_optin))
+    return reject(t, "shared-memory plan " + format_kb(smem) + " exceeds the " +
+                         format_kb(size_t(dev.smem_per_block_optin)) + " per-block limit of " + dev.describe());
+  const int threads = kConsumerThreads + 32 * t.producers;
+  const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (threads * kCtasPerSm));
+  const int regs = registers_needed(t, dev);
+  if (reg_cap < regs)
+    return reject(t, std::to_string(threads) + " threads leave " + std::to_string(reg_cap) +
+                         " registers per thread; the kernel needs " + std::to_string(regs));
+  return Status::ok();
+}
+
+class V1Paged final : public MlaKernel {
+ public:
+  const KernelInfo& info() const override {
+    static const KernelInfo k{"mla_decode.v1_paged.bf16", "mla_decode", "v1_paged", "bf16", {16, 32, 64, 128},
+                              /*rank=*/1,
+                              "one persistent launch: balanced split-KV from cache_seqlens on the GPU, "
+                              "bulk-copy page rows into a ring, 16-head mma.sync consumers, in-kernel merge",
+                              ArchRequirement{9, 0, true}};
+    return k;
+  }
+
+  // Grids of the common Hopper SM counts (validation drops those a device cannot hold), every
+  // compiled pipe.
+  std::vector<MlaTiling> search_space(const MlaProblem&) const override {
+    std::vector<MlaTiling> out;
+    for (int ctas : {132, 128, 114, 96, 66})
+      for (const Pipe& pipe : kPipes) out.push_back(MlaTiling{ctas, pipe.stages, pipe.producers, 1});
+    return out;
+  }
+
+  // One CTA per SM.
+  MlaTiling default_tiling(const MlaProblem&, const DeviceFacts& dev) const override {
+    return MlaTiling{std::min(kMaxCtas, dev.num_sms * kCtasPerSm), kDefaultPipe.stages, kDefaultPipe.producers, 1};
+  }
+
+  Status validate(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& dev) const override {
+    MLAKIT_RETURN_IF_ERROR(check_problem(p));
+    return check_tiling(p, t, dev);
+  }
+
+  size_t workspace_bytes(const MlaProblem&, const MlaTiling& t) const override {
+    return workspace_layout(t.ctas).bytes;
+  }
+
+  std::string explain(const MlaProblem& p, const MlaTiling& t) const override {
+    const int groups = groups_of(p);
+    char buf[640];
+    std::snprintf(buf, sizeof buf,
+                  "%s %s: one cooperative launch, grid %d x %d (CTAs per group x groups = s_q %d x %d head "
+                  "blocks of 16), each group's requests cut into equal ranges of 64-row units on the GPU; "
+                  "%d consumer + %d producer warps, %s shared memory (%d stages of %d rows), bulk-copy "
+                  "gather, mma.sync m16n8k16; workspace %s",
+                  info().key.c_str(), t.name().c_str(), t.ctas / groups, groups, p.seq_q, p.num_heads / kHeadBlock,
+                  kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
+                  format_kb(workspace_bytes(p, t)).c_str());
+    return buf;
+  }
+
+  Status launch(const MlaProblem& p, const MlaTiling& t, const MlaTensors& x, void* workspace,
+                cudaStream_t stream) const override {
+    Params a{};
+    a.io = x;
+    a.batch = p.batch;
+    a.seq_q = p.seq_q;
+    a.heads = p.num_heads;
+    a.causal = p.causal;
+    a.page_size = p.page_size;
+    a.num_pages = p.num_pages;
+    a.max_seqlen = p.max_seqlen();
+    a.groups = groups_of(p);
+    a.ctas_per_group = t.ctas / a.groups;
+    a.fused_rows = static_cast<const uint16_t*>(x.kpe_cache) == static_cast<const uint16_t*>(x.ckv_cache) + kDimV &&
+                   x.kpe_stride_page == x.ckv_stride_page && x.kpe_stride_row == x.ckv_stride_row;
+    a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
+    const WorkspaceLayout w = workspace_layout(t.ctas);
+    auto* base = static_cast<char*>(workspace);
+    a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
+    a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
+    a.part_o = reinterpret_cast<float*>(base + w.part_o);
+    return cuda_status(mla_v1::launch(a, Pipe{t.stages, t.producers}, stream), info().key + " launch");
+  }
+};
+
+}  // namespace
+
+const MlaKernel& entry() {
+  static const V1Paged kernel;
+  return kernel;
+}
+
+}  // namespace mlakit::mla_v1

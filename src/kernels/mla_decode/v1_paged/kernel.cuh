@@ -1,0 +1,359 @@
+// Dense paged MLA decode v1: one persistent launch, balanced split-KV computed on the GPU.
+//
+//   grid = (ctas_per_group, groups); group (i, hb) = query position i, heads [16 hb, 16 hb + 16)
+//   of every request; CTA c of a group takes an equal contiguous range of the group's work units
+//   (schedule.cuh) and walks its pieces of work items in order.
+//   warps 0-3: consumers, the 16-head warpgroup shared with dsa_decode v2_fused (QK, base-2
+//   online softmax, PV with bf16 mma.sync) over 64-row tiles of a ring that continues across the
+//   CTA's pieces; an item held whole stores bf16 output and lse, a piece of a split item stores an
+//   unnormalised partial into the CTA's slot and counts itself at the item's counter.
+//   warps 4..: producers: the page rows of each piece (block_table lookups per row), one
+//   cp.async.bulk per row into 32-row ring stages (two when ckv and kpe are separate tensors), Q
+//   of each item by cp.async into its own buffer.
+//   Then every CTA that holds a piece of a split item waits for the item's pieces (all CTAs are
+//   co-resident: the launch is cooperative) and merges its share of the item's output chunks.
+// Devlog: docs/kernels/mla_decode_v1_paged.md
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/async_pipe.cuh"
+#include "kernels/dsa_decode/common/gather_ring.cuh"
+#include "kernels/dsa_decode/v2_fused/consumer_mma.cuh"
+#include "kernels/mla_decode/v1_paged/schedule.cuh"
+
+namespace mlakit::mla_v1 {
+
+using namespace mlakit::kernels;
+static_assert(dsa_v2::kHeads == kHeadBlock && dsa_v2::kSPitch == kSPitch && dsa_v2::kPPitch == kPPitch &&
+                  dsa_v2::kConsumerWarps == kConsumerWarps,
+              "the shared consumer's shared-memory layout");
+
+// Which query rows a group works on.
+struct Group {
+  int qpos, hblock, index;
+  __device__ int64_t out_row(int b, int heads, int seq_q) const {  // first output row of an item
+    return (int64_t(b) * seq_q + qpos) * heads + hblock * kHeadBlock;
+  }
+};
+
+template <class Smem>
+__device__ void init_barriers(Smem& s) {
+  if (threadIdx.x != 0) return;
+  for (auto& b : s.full) mbar_init(&b, 32);                  // the producer warp's 32 lanes
+  for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);   // every consumer thread releases
+  mbar_init(&s.q_full, 32);                                  // one warp's cp.async arrivals
+  mbar_init(&s.q_empty, kConsumerThreads);
+  mbar_fence_init();
+}
+
+// ---- producers -------------------------------------------------------------------------------
+
+// Warp-wide: rows [first, first + rows) of request b into one ring stage; rows past `rows` and
+// rows of a page id outside the cache are zeros (never read).
+__device__ void fill_stage(const Params& p, int b, int first, int rows, uint16_t* dst, uint64_t* full,
+                           uint64_t policy) {
+  const MlaTensors& x = p.io;
+  const int lane = threadIdx.x % 32, j = first + lane;
+  int page = -1;
+  if (lane < rows) page = __ldg(x.block_table + b * x.block_table_stride_b + j / p.page_size);
+  const bool good = page >= 0 && page < p.num_pages;
+  const uint32_t zero_rows = __ballot_sync(0xffffffffu, !good);
+  for (uint32_t m = zero_rows; m != 0; m &= m - 1) {  // the warp zeroes each such row
+    uint16_t* row = dst + (__ffs(m) - 1) * kKvPitch;
+    for (int c = lane; c < kDimK / 8; c += 32) *reinterpret_cast<uint4*>(row + c * 8) = make_uint4(0, 0, 0, 0);
+  }
+  if (zero_rows != 0) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncwarp();
+  const uint32_t bytes = uint32_t(32 - __popc(zero_rows)) * kRowBytes;
+  if (lane == 0) mbar_arrive_expect_tx(full, bytes);
+  else mbar_arrive(full);
+  if (!good) return;
+  const int64_t r = j % p.page_size;
+  const auto* ckv = static_cast<const uint16_t*>(x.ckv_cache) + page * x.ckv_stride_page + r * x.ckv_stride_row;
+  uint16_t* row = dst + lane * kKvPitch;
+  if (p.fused_rows) {
+    bulk_copy_g2s(row, ckv, kRowBytes, full, policy);
+  } else {
+    const auto* kpe = static_cast<const uint16_t*>(x.kpe_cache) + page * x.kpe_stride_page + r * x.kpe_stride_row;
+    bulk_copy_g2s(row, ckv, kDimV * 2, full, policy);
+    bulk_copy_g2s(row + kDimV, kpe, kDimR * 2, full, policy);
+  }
+}
+static_assert(kStageRows == 32, "one row per lane of a producer warp");
+
+// Producer warp `pw`: Q of each item (warp 0) and its share of the ring stages, in the order the
+// consumers take them.
+template <int Stages, int Producers, class Smem>
+__device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g, int pw) {
+  const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
+  const MlaTensors& x = p.io;
+  int64_t stage = 0;  // ring stages of this CTA so far
+  int items = 0;      // items whose Q was loaded
+  int64_t unit = r.first_unit;
+  for (int b = r.first; b <= r.last; ++b) {
+    const Piece pc = piece_of(p, r, g.qpos, b, unit);
+    unit += pc.units;
+    if (pc.count == 0) continue;
+    if (pw == 0) {
+      mbar_wait(&s.q_empty, (items & 1) ^ 1);
+      const int h = g.hblock * kHeadBlock;
+      dsa_ring::load_query(static_cast<const uint16_t*>(x.q_nope) + b * x.q_nope_stride_b + g.qpos * x.q_nope_stride_s +
+                               h * x.q_nope_stride_h,
+                           x.q_nope_stride_h,
+                           static_cast<const uint16_t*>(x.q_pe) + b * x.q_pe_stride_b + g.qpos * x.q_pe_stride_s +
+                               h * x.q_pe_stride_h,
+                           x.q_pe_stride_h, kHeadBlock, s.q);
+      cp_async_arrive_on(&s.q_full);
+    }
+    ++items;
+    const int stages = (pc.count + kStageRows - 1) / kStageRows;
+    for (int k = 0; k < stages; ++k, ++stage) {
+      if (int(stage % Producers) != pw) continue;
+      const int buf = int(stage % Stages);
+      mbar_wait(&s.empty[buf], uint32_t((stage / Stages) & 1) ^ 1);
+      fill_stage(p, b, pc.begin + k * kStageRows, min(kStageRows, pc.count - k * kStageRows), s.ring[buf],
+                 &s.full[buf], policy);
+    }
+  }
+}
+
+// ---- consumers -------------------------------------------------------------------------------
+
+// The tiles of one piece, continuing the CTA's ring at stage `stage`.
+template <int Stages, class Smem>
+__device__ void consume_piece(Smem& s, int count, int64_t& stage, float scale_log2, const uint32_t (&qa)[9][4],
+                              dsa_v2::RowState& st, float (&o)[dsa_v2::kOTiles][4]) {
+  const int stages = (count + kStageRows - 1) / kStageRows;
+  for (int i = 0; i < stages; i += 2, stage += 2) {
+    const bool two = i + 1 < stages;
+    const int b0 = int(stage % Stages), b1 = int((stage + 1) % Stages);
+    mbar_wait(&s.full[b0], uint32_t((stage / Stages) & 1));
+    if (two) mbar_wait(&s.full[b1], uint32_t(((stage + 1) / Stages) & 1));
+    const dsa_v2::Tile tile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kUnitRows, count - i * kStageRows)};
+    dsa_v2::qk_partial(&s.s_part[0][0], qa, tile);
+    dsa_v2::consumer_sync();
+    float alpha[2];
+    dsa_v2::online_softmax(s, tile.rows, scale_log2, st, alpha);
+    dsa_v2::pv_mma(s.p, tile, alpha, o);
+    mbar_arrive(&s.empty[b0]);
+    if (two) mbar_arrive(&s.empty[b1]);
+  }
+  if (stages % 2 == 1) stage -= 1;  // a one-stage last tile took one stage, not two
+}
+
+// bf16 O / l and lse of an item held whole (consumer threads); count == 0: output 0, lse -inf.
+__device__ void store_item(const Params& p, int64_t row0, const dsa_v2::RowState& st, const float (&l_total)[2],
+                           const float (&o)[dsa_v2::kOTiles][4], bool empty) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
+  auto* out = static_cast<uint32_t*>(p.io.output);
+  const int col = warp * dsa_v2::kDimsPerWarp + 2 * (lane % 4);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float inv = empty ? 0.f : 1.f / l_total[r];
+    const int64_t base = (row0 + g + 8 * r) * kDimV + col;
+#pragma unroll
+    for (int j = 0; j < dsa_v2::kOTiles; ++j) out[(base + j * 8) / 2] = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+  }
+  if (warp == 0 && lane % 4 == 0) {
+    p.io.lse[row0 + g] = empty ? -INFINITY : st.m[0] + log2f(l_total[0]);
+    p.io.lse[row0 + g + 8] = empty ? -INFINITY : st.m[1] + log2f(l_total[1]);
+  }
+}
+
+// The unnormalised partial of a piece into partial slot `slot_row` (consumer threads); an empty
+// piece writes l = 0, which the merge skips.
+__device__ void store_partial(const Params& p, int64_t slot_row, const dsa_v2::RowState& st,
+                              const float (&l_total)[2], const float (&o)[dsa_v2::kOTiles][4], bool empty) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
+  const int col = warp * dsa_v2::kDimsPerWarp + 2 * (lane % 4);
+  if (!empty) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float* dst = p.part_o + (slot_row + g + 8 * r) * kDimV + col;
+#pragma unroll
+      for (int j = 0; j < dsa_v2::kOTiles; ++j)
+        *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[j][2 * r], o[j][2 * r + 1]);
+    }
+  }
+  if (warp == 0 && lane % 4 == 0) {
+    p.part_ml[slot_row + g] = make_float2(empty ? -INFINITY : st.m[0], empty ? 0.f : l_total[0]);
+    p.part_ml[slot_row + g + 8] = make_float2(empty ? -INFINITY : st.m[1], empty ? 0.f : l_total[1]);
+  }
+}
+
+// Counts this CTA's piece at the item's counter once every consumer thread's stores are visible.
+__device__ void publish_piece(uint32_t* arrivals) {
+  __threadfence();
+  dsa_v2::consumer_sync();
+  if (threadIdx.x == 0) atomicAdd(arrivals, 1u);
+}
+
+template <int Stages, class Smem>
+__device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g) {
+  int64_t stage = 0;
+  int items = 0;
+  int64_t unit = r.first_unit;
+  const int cta = blockIdx.x;
+  for (int b = r.first; b <= r.last; ++b) {
+    const Piece pc = piece_of(p, r, g.qpos, b, unit);
+    unit += pc.units;
+    dsa_v2::RowState st;
+    float o[dsa_v2::kOTiles][4] = {};
+    float l_total[2] = {0.f, 0.f};
+    if (pc.count > 0) {
+      uint32_t qa[dsa_v2::kQkSteps][4];
+      mbar_wait(&s.q_full, uint32_t(items & 1));
+      dsa_v2::load_q_fragments(s.q, qa);
+      mbar_arrive(&s.q_empty);
+      ++items;
+      consume_piece<Stages>(s, pc.count, stage, p.scale_log2, qa, st, o);
+      dsa_v2::reduce_row_sums(s, st, l_total);
+    }
+    if (pc.pieces == 1) {
+      store_item(p, g.out_row(b, p.heads, p.seq_q), st, l_total, o, pc.count == 0);
+    } else {
+      const int64_t gid = int64_t(g.index) * p.ctas_per_group + cta;
+      store_partial(p, (gid * 2 + pc.slot) * kHeadBlock, st, l_total, o, pc.count == 0);
+      publish_piece(p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta));
+    }
+  }
+}
+
+// ---- merge of split items --------------------------------------------------------------------
+
+// Running (m, l, 8 dims) of one output chunk over some pieces.
+struct ChunkState {
+  float m = -INFINITY, l = 0.f, acc[8] = {};
+  __device__ void add(float m_j, float l_j, const float4& a, const float4& c) {
+    if (!(l_j > 0.f)) return;  // an empty piece
+    const float m_new = fmaxf(m, m_j);
+    const float keep = exp2f(m - m_new), w = exp2f(m_j - m_new);  // exp2(-inf) = 0
+    l = l * keep + w * l_j;
+    acc[0] = acc[0] * keep + w * a.x, acc[1] = acc[1] * keep + w * a.y;
+    acc[2] = acc[2] * keep + w * a.z, acc[3] = acc[3] * keep + w * a.w;
+    acc[4] = acc[4] * keep + w * c.x, acc[5] = acc[5] * keep + w * c.y;
+    acc[6] = acc[6] * keep + w * c.z, acc[7] = acc[7] * keep + w * c.w;
+    m = m_new;
+  }
+  __device__ void add(const ChunkState& o) {
+    add(o.m, o.l, make_float4(o.acc[0], o.acc[1], o.acc[2], o.acc[3]), make_float4(o.acc[4], o.acc[5], o.acc[6], o.acc[7]));
+  }
+};
+
+// Pieces j = first, first + step, ... of chunk c of a split item (CTAs gbase + first_cta + j of
+// the grid), loads batched.
+constexpr int kMergeBatch = 8;
+__device__ ChunkState merge_pieces(const Params& p, const Piece& pc, int n, int64_t total, int gbase, int c,
+                                   int first, int step) {
+  const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
+  ChunkState st;
+  for (int j0 = first; j0 < pc.pieces; j0 += kMergeBatch * step) {
+    float4 a[kMergeBatch], b[kMergeBatch];
+    float2 v[kMergeBatch];
+#pragma unroll
+    for (int u = 0; u < kMergeBatch; ++u) {  // all loads of the batch first
+      const int j = j0 + u * step;
+      const bool in = j < pc.pieces;
+      const int slot = slot_of_piece(pc, j, n, total);
+      const int64_t row = ((int64_t(gbase) + pc.first_cta + (in ? j : 0)) * 2 + slot) * kHeadBlock + h;
+      const float4* src = reinterpret_cast<const float4*>(p.part_o + row * kDimV + d0);
+      a[u] = in ? __ldcg(src) : float4{};
+      b[u] = in ? __ldcg(src + 1) : float4{};
+      v[u] = in ? __ldcg(p.part_ml + row) : float2{};
+    }
+#pragma unroll
+    for (int u = 0; u < kMergeBatch; ++u) st.add(v[u].x, v[u].y, a[u], b[u]);
+  }
+  return st;
+}
+
+// This CTA's share of a split item's 1024 output chunks, piece k of the item's pieces: with
+// fewer chunks than threads, several threads take one chunk (strided pieces) and combine their
+// states through shared memory in a fixed order, so the result is deterministic.
+template <int kThreads>
+__device__ void merge_share(const Params& p, float* scratch, const Piece& pc, int n, int64_t total, const Group& g,
+                            int k) {
+  const int c_begin = k * kChunks / pc.pieces, c_end = (k + 1) * kChunks / pc.pieces;
+  const int n_chunks = c_end - c_begin;
+  const int tpc = n_chunks >= kThreads ? 1 : kThreads / n_chunks;  // threads per chunk
+  const int per_pass = kThreads / tpc;
+  const int gbase = g.index * p.ctas_per_group;
+  const int64_t row0 = g.out_row(pc.b, p.heads, p.seq_q);
+  for (int base = c_begin; base < c_end; base += per_pass) {
+    const int c = base + int(threadIdx.x) / tpc, r = int(threadIdx.x) % tpc;
+    const bool mine = int(threadIdx.x) / tpc < per_pass && c < c_end;
+    ChunkState st;
+    if (mine) st = merge_pieces(p, pc, n, total, gbase, c, r, tpc);
+    if (tpc > 1) {
+      float* slot = scratch + threadIdx.x * 10;
+      slot[0] = st.m, slot[1] = st.l;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) slot[2 + i] = st.acc[i];
+      __syncthreads();
+      if (mine && r == 0)
+        for (int i = 1; i < tpc; ++i) {
+          const float* o = scratch + (threadIdx.x + i) * 10;
+          st.add(o[0], o[1], make_float4(o[2], o[3], o[4], o[5]), make_float4(o[6], o[7], o[8], o[9]));
+        }
+      __syncthreads();
+    }
+    if (!mine || r != 0) continue;
+    const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
+    const float inv = st.l > 0.f ? 1.f / st.l : 0.f;
+    const uint4 packed{pack_bf16x2(st.acc[0] * inv, st.acc[1] * inv), pack_bf16x2(st.acc[2] * inv, st.acc[3] * inv),
+                       pack_bf16x2(st.acc[4] * inv, st.acc[5] * inv), pack_bf16x2(st.acc[6] * inv, st.acc[7] * inv)};
+    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (row0 + h) * kDimV + d0) = packed;
+    if (d0 == 0) p.io.lse[row0 + h] = st.l > 0.f ? st.m + log2f(st.l) : -INFINITY;
+  }
+}
+
+// Waits for every piece of a split item, merges this CTA's share, and leaves; the last CTA to
+// leave sets the item's counters back to zero (all threads call it).
+template <int kThreads>
+__device__ void merge_item(const Params& p, float* scratch, const Piece& pc, const Range& r, const Group& g) {
+  uint32_t* counters = p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta);
+  if (threadIdx.x == 0) {
+    while (ld_acquire_gpu(&counters[0]) < uint32_t(pc.pieces)) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+  merge_share<kThreads>(p, scratch, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
+  __syncthreads();  // the scratch is free again; every read of this item's partials is done
+  if (threadIdx.x == 0 && atomicAdd(&counters[1], 1u) == uint32_t(pc.pieces - 1)) {
+    counters[0] = 0;
+    counters[1] = 0;
+  }
+}
+
+template <int kThreads, class Smem>
+__device__ void merge_split_items(const Params& p, Smem& s, const Range& r, const Group& g) {
+  auto* scratch = reinterpret_cast<float*>(&s.ring[0][0]);
+  const Piece first = piece_of(p, r, g.qpos, r.first, r.first_unit);
+  if (first.pieces > 1) merge_item<kThreads>(p, scratch, first, r, g);
+  if (r.last == r.first) return;
+  int64_t unit = first.unit + first.units;  // the last item starts where the others end
+  for (int b = r.first + 1; b < r.last; ++b) unit += item_units(visible_rows(p, b, g.qpos));
+  const Piece last = piece_of(p, r, g.qpos, r.last, unit);
+  if (last.pieces > 1) merge_item<kThreads>(p, scratch, last, r, g);
+}
+
+// ---- the kernel ------------------------------------------------------------------------------
+
+template <int Stages, int Producers>
+__global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_kernel(const __grid_constant__ Params p) {
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
+  const int head_blocks = p.heads / kHeadBlock;
+  const Group g{int(blockIdx.y) / head_blocks, int(blockIdx.y) % head_blocks, int(blockIdx.y)};
+  init_barriers(s);  // ordered before first use by locate_range's barriers
+  const Range r = locate_range<kThreadsFor<Producers>>(p, g.qpos, blockIdx.x, s.scan, s.sched);
+  if (r.empty()) return;  // more CTAs than units: this one holds none
+  const int warp = threadIdx.x / 32;
+  if (warp >= kConsumerWarps) produce<Stages, Producers>(p, s, r, g, warp - kConsumerWarps);
+  else consume<Stages>(p, s, r, g);
+  __syncthreads();  // every piece of this CTA is published; the ring is free
+  merge_split_items<kThreadsFor<Producers>>(p, s, r, g);
+}
+
+}  // namespace mlakit::mla_v1

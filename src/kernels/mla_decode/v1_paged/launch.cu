@@ -1,0 +1,62 @@
+// mla_decode v1_paged host launcher: one kernel per compiled pipe (kPipes), the shared-memory
+// opt-in once per device and pipe, then one cooperative launch (the CTAs of a split work item
+// wait for each other, so the grid must be co-resident).
+#include <iterator>
+#include <utility>
+
+#include "kernels/common/launch_once.h"
+#include "kernels/mla_decode/v1_paged/kernel.cuh"
+#include "kernels/mla_decode/v1_paged/launch.h"
+
+namespace mlakit::mla_v1 {
+namespace {
+
+using KernelFn = void (*)(Params);
+
+template <int Stages, int Producers>
+cudaError_t launch_one(const Params& params, cudaStream_t stream) {
+  constexpr int smem = int(sizeof(SmemPlan<Stages>));
+  constexpr KernelFn kernel = mla_v1_kernel<Stages, Producers>;
+  if (cudaError_t e = kernels::opt_in_smem_once<kernel>(smem); e != cudaSuccess) return e;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(params.ctas_per_group, params.groups);
+  config.blockDim = dim3(kThreadsFor<Producers>);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, params);
+}
+
+// Calls f.template operator()<Stages, Producers>() for the compiled pipe, or returns
+// cudaErrorInvalidValue.
+template <class F, size_t... I>
+cudaError_t with_pipe(Pipe pipe, F&& f, std::index_sequence<I...>) {
+  cudaError_t e = cudaErrorInvalidValue;
+  (void)((pipe.stages == kPipes[I].stages && pipe.producers == kPipes[I].producers &&
+          (e = f.template operator()<kPipes[I].stages, kPipes[I].producers>(), true)) ||
+         ...);
+  return e;
+}
+template <class F>
+cudaError_t with_pipe(Pipe pipe, F&& f) {
+  return with_pipe(pipe, f, std::make_index_sequence<std::size(kPipes)>{});
+}
+
+}  // namespace
+
+cudaError_t launch(const Params& params, Pipe pipe, cudaStream_t stream) {
+  return with_pipe(pipe, [&]<int Stages, int Producers>() { return launch_one<Stages, Producers>(params, stream); });
+}
+
+cudaError_t kernel_attributes(Pipe pipe, cudaFuncAttributes* attr) {
+  *attr = {};
+  return with_pipe(pipe, [&]<int Stages, int Producers>() {
+    return cudaFuncGetAttributes(attr, mla_v1_kernel<Stages, Producers>);
+  });
+}
+
+}  // namespace mlakit::mla_v1

@@ -1,0 +1,17 @@
+// Host entry of mla_decode v1_paged (host-safe declarations; defined in launch.cu).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/mla_decode/v1_paged/traits.h"
+
+namespace mlakit::mla_v1 {
+
+// One cooperative launch, grid (ctas_per_group, groups). cudaErrorInvalidValue for a pipe that
+// is not compiled (kPipes).
+cudaError_t launch(const Params& params, Pipe pipe, cudaStream_t stream);
+
+// Registers and local memory of a pipe's kernel (for validation and --explain).
+cudaError_t kernel_attributes(Pipe pipe, cudaFuncAttributes* attr);
+
+}  // namespace mlakit::mla_v1

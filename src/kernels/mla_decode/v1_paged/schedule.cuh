@@ -1,0 +1,133 @@
+// The persistent split-KV schedule of mla_decode v1_paged, computed by every CTA from
+// cache_seqlens on the GPU (no metadata launch, nothing from the host: the call is graph
+// capturable and balanced whatever the lengths).
+//
+// Group (i, hb) of the grid sees request b as one work item of len_b = ceil(n_{b,i} / 64) + 1
+// units: one unit of fixed cost (Q, epilogue), then one unit per 64-row tile. The group's items
+// are one flat sequence of W units; CTA c of the group's n CTAs takes units [floor(c W / n),
+// floor((c + 1) W / n)). The items that sequence cuts are "split": every CTA that holds a piece
+// of one writes a partial into its own workspace slot (slot 0 for its first item, 1 for its last)
+// and the pieces merge after all CTAs finished their pieces.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/mla_decode/v1_paged/traits.h"
+
+namespace mlakit::mla_v1 {
+
+// Rows query position `qpos` of request b sees: the clamped seqlen, less the causal offset.
+__device__ __forceinline__ int visible_rows(const Params& p, int b, int qpos) {
+  int64_t n = __ldg(p.io.cache_seqlens + b);
+  n = n < 0 ? 0 : (n > p.max_seqlen ? p.max_seqlen : n);
+  if (p.causal) n = n - (p.seq_q - 1 - qpos) < 0 ? 0 : n - (p.seq_q - 1 - qpos);
+  return int(n);
+}
+__device__ __forceinline__ int item_units(int rows) { return (rows + kUnitRows - 1) / kUnitRows + kRequestCost; }
+
+// First unit of CTA c's range, and the CTA whose range holds unit x (the largest c with
+// boundary(c) <= x). With n <= total, boundaries strictly increase: every CTA holds a unit.
+__device__ __forceinline__ int64_t boundary(int c, int n, int64_t total) { return int64_t(c) * total / n; }
+__device__ __forceinline__ int owner(int64_t x, int n, int64_t total) {
+  return int(((x + 1) * n + total - 1) / total - 1);
+}
+
+// One CTA's range of its group's sequence: units [lo, hi), items first..last. The sequence is cut
+// over n = min(CTAs of the group, total) CTAs, so that no CTA inside an item's span is empty (a
+// split item counts every CTA between its first and its last as a piece).
+struct Range {
+  int64_t total, lo, hi;
+  int n;
+  int first, last;     // requests
+  int64_t first_unit;  // first unit of request `first`
+  __device__ bool empty() const { return lo >= hi; }
+};
+
+// One item's piece in this CTA.
+struct Piece {
+  int b;           // request
+  int64_t unit;    // the item's first unit in the group's sequence
+  int units;       // the item's length in units
+  int begin, count;  // rows [begin, begin + count) of the request this CTA computes
+  int first_cta;   // the CTA holding the item's first unit (its counters)
+  int pieces;      // CTAs holding a part of the item (1: not split)
+  int slot;        // this CTA's partial slot for the item (when split)
+};
+
+__device__ __forceinline__ Piece piece_of(const Params& p, const Range& r, int qpos, int b, int64_t unit) {
+  const int n = r.n;
+  Piece pc;
+  const int rows = visible_rows(p, b, qpos);
+  pc.b = b;
+  pc.unit = unit;
+  pc.units = item_units(rows);
+  const int64_t u0 = r.lo > unit ? r.lo - unit : 0;
+  const int64_t u1 = r.hi - unit < pc.units ? r.hi - unit : pc.units;
+  const int64_t t0 = u0 > kRequestCost ? u0 - kRequestCost : 0, t1 = u1 > kRequestCost ? u1 - kRequestCost : 0;
+  pc.begin = int(t0 * kUnitRows);
+  const int end = int(t1 * kUnitRows < rows ? t1 * kUnitRows : rows);
+  pc.count = end > pc.begin ? end - pc.begin : 0;
+  pc.first_cta = owner(unit, n, r.total);
+  pc.pieces = owner(unit + pc.units - 1, n, r.total) - pc.first_cta + 1;
+  pc.slot = b == r.first ? 0 : 1;
+  return pc;
+}
+
+// The partial slot that CTA first_cta + j of a split item wrote it into.
+__device__ __forceinline__ int slot_of_piece(const Piece& pc, int j, int n, int64_t total) {
+  return j == 0 && boundary(pc.first_cta, n, total) < pc.unit ? 1 : 0;
+}
+
+// Block-wide exclusive scan of one int64 per thread (kThreads threads); `scratch` holds 32.
+template <int kThreads>
+__device__ int64_t exclusive_scan(int64_t v, int64_t* scratch, int64_t* total) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int64_t inc = v;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int64_t up = __shfl_up_sync(0xffffffffu, inc, d);
+    if (lane >= d) inc += up;
+  }
+  if (lane == 31) scratch[warp] = inc;
+  __syncthreads();
+  int64_t before = inc - v, sum = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    before += w < warp ? scratch[w] : 0;
+    sum += scratch[w];
+  }
+  *total = sum;
+  return before;
+}
+
+// Every thread of the CTA calls it; ends with a CTA barrier. Thread t sums the units of requests
+// [t K, t K + K); the scan gives W and each thread's first unit; the threads holding this CTA's
+// first and last unit find their requests.
+template <int kThreads>
+__device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan, int64_t* sched) {
+  const int per = (p.batch + kThreads - 1) / kThreads;
+  const int b0 = threadIdx.x * per, b1 = min(b0 + per, p.batch);
+  int64_t mine = 0;
+  for (int b = b0; b < b1; ++b) mine += item_units(visible_rows(p, b, qpos));
+  Range r;
+  int64_t unit = exclusive_scan<kThreads>(mine, scan, &r.total);
+  r.n = int(r.total < p.ctas_per_group ? r.total : p.ctas_per_group);
+  r.lo = cta < r.n ? boundary(cta, r.n, r.total) : r.total;
+  r.hi = cta < r.n ? boundary(cta + 1, r.n, r.total) : r.total;
+  if (r.lo < r.hi && unit <= r.hi - 1 && r.lo < unit + mine) {
+    for (int b = b0; b < b1; ++b) {
+      const int64_t len = item_units(visible_rows(p, b, qpos));
+      if (unit <= r.lo && r.lo < unit + len) sched[0] = b, sched[1] = unit;
+      if (unit <= r.hi - 1 && r.hi - 1 < unit + len) sched[2] = b;
+      unit += len;
+    }
+  }
+  __syncthreads();
+  r.first = int(sched[0]);
+  r.first_unit = sched[1];
+  r.last = int(sched[2]);
+  return r;
+}
+
+}  // namespace mlakit::mla_v1

@@ -1,0 +1,125 @@
+// mla_decode v1_paged: constants, the kernel parameters, the shared-memory plan and the workspace
+// layout. Host-safe (plain C++): the validator, --explain and the device code size everything
+// from here.
+//
+// A work item ("vtoken") is 16 query heads of one query token of one request: the M of the
+// shared 16-head consumer (kernels/dsa_decode/v2_fused/consumer_mma.cuh). The grid is split into
+// `groups` = s_q x heads / 16 groups of CTAs; group (i, hb) walks query position i, head block hb
+// of every request, so the groups read the same cache rows at the same pace (one DRAM read, the
+// others hit L2). Within a group, the requests' rows are one flat sequence of 64-row units (plus
+// one unit of fixed cost per request) cut into equal contiguous ranges, one per CTA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dsa_decode/common/row_ring.h"
+#include "kernels/dsa_decode/common/workspace.h"
+#include "mlakit/mla.h"
+
+namespace mlakit::mla_v1 {
+
+using dsa_ring::kDimK;
+using dsa_ring::kDimR;
+using dsa_ring::kDimV;
+using dsa_ring::kKvPitch;
+using dsa_ring::kRowBytes;
+using dsa_ring::kStageElems;
+using dsa_ring::kStageRows;
+using dsa_ring::Pipe;
+
+constexpr int kHeadBlock = 16;        // query heads of one work item: the M of every MMA
+constexpr int kConsumerWarps = 4;     // one warpgroup: QK, softmax, PV
+constexpr int kConsumerThreads = kConsumerWarps * 32;
+template <int Producers>
+constexpr int kThreadsFor = kConsumerThreads + Producers * 32;
+constexpr int kCtasPerSm = 1;         // __launch_bounds__ and the co-residency check
+constexpr int kUnitRows = 64;         // one schedule unit = one compute tile (two ring stages)
+constexpr int kRequestCost = 1;       // units of fixed cost per work item (Q, epilogue)
+constexpr int kMaxHeads = 128;
+constexpr int kMaxSeqQ = 4;
+constexpr int kMaxGroups = kMaxSeqQ * kMaxHeads / kHeadBlock;  // 32
+// Split work items merge through per-CTA partial slots and per-CTA counters in the workspace's
+// fixed counter region (two counters per CTA): at most this many CTAs.
+constexpr int kMaxCtas = int(dsa_workspace::kCounterBytes / (2 * sizeof(uint32_t)));
+// Output chunks of a work item in the merge: 8 dims of one head.
+constexpr int kChunks = kHeadBlock * kDimV / 8;  // 1024
+static_assert(kUnitRows == 2 * kStageRows, "a schedule unit is one two-stage compute tile");
+
+// The compiled (stages, producers) pairs; 5 stages would exceed the 227 KB of an SM next to the
+// separate Q buffer.
+constexpr Pipe kPipes[] = {{3, 1}, {4, 1}, {4, 2}, {4, 4}};
+constexpr Pipe kDefaultPipe = {4, 2};
+constexpr bool is_compiled(Pipe pipe) {
+  for (const Pipe& c : kPipes)
+    if (c.stages == pipe.stages && c.producers == pipe.producers) return true;
+  return false;
+}
+
+// Kernel arguments; strides in elements (resolved by mla_run).
+struct Params {
+  MlaTensors io;
+  int batch, seq_q, heads, causal;
+  int page_size, num_pages;
+  int64_t max_seqlen;    // max_pages * page_size: seqlens are clamped to it
+  int groups;            // s_q * heads / 16 (gridDim.y)
+  int ctas_per_group;    // gridDim.x
+  int fused_rows;        // 1: kpe follows ckv in each row (one 1152-byte bulk copy per row)
+  float scale_log2;      // sm_scale * log2(e)
+  float* part_o;         // [ctas][2][16][512] unnormalised partial outputs of split work items
+  float2* part_ml;       // [ctas][2][16] (running max in the log2 domain, sum of 2^(x - m))
+  uint32_t* counters;    // [ctas][2] arrivals and departures; zero between calls
+};
+
+// Shared-memory plan; sizeof(SmemPlan<Stages>) is the dynamic shared memory of one CTA. The
+// member names are those the shared consumer expects (q, s_part, p, red_max, red_sum).
+constexpr int kSPitch = 64 + 8;  // as v2_fused: partial-S rows of 288 bytes
+constexpr int kPPitch = 64 + 8;  // P rows of 144 bytes
+template <int Stages>
+struct SmemPlan {
+  uint64_t full[Stages];   // the stage's rows arrived
+  uint64_t empty[Stages];  // the consumers are done with the stage
+  uint64_t q_full;         // Q of the next work item arrived
+  uint64_t q_empty;        // the consumers hold Q in registers
+  int64_t scan[32];        // per-warp sums of the schedule scan
+  int64_t sched[4];        // first item, its first unit, last item, its first unit
+  float red_max[kConsumerWarps][kHeadBlock];
+  float red_sum[kConsumerWarps][kHeadBlock];
+  alignas(16) uint16_t q[kHeadBlock * kKvPitch];          // Q, bf16 [16][576 + pad]
+  alignas(16) float s_part[kConsumerWarps][kHeadBlock * kSPitch];
+  alignas(16) uint16_t ring[Stages][kStageElems];         // gathered rows [stage][32][576 + pad]
+  alignas(16) uint16_t p[kHeadBlock * kPPitch];           // P, bf16 [16][64 + pad]
+};
+
+constexpr size_t smem_bytes(int stages) {
+  switch (stages) {
+    case 3: return sizeof(SmemPlan<3>);
+    case 4: return sizeof(SmemPlan<4>);
+    default: return 0;
+  }
+}
+// The merge stages per-thread states in the ring: (m, l, 8 dims) per thread.
+static_assert(sizeof(SmemPlan<3>::ring) >= size_t(kThreadsFor<4>) * 10 * sizeof(float),
+              "the merge's per-thread states fit in the ring");
+
+// The register need as ptxas reports it (sm_90a, nvcc 13.0); the registry entry reads the
+// compiled kernel's instead when a GPU is present.
+constexpr int kDocumentedRegisters = 242;
+
+// Workspace: the fixed counter region (zero between calls), then (m, l) and O partials, two
+// slots per CTA (its first and its last work item may be split).
+struct WorkspaceLayout {
+  size_t counters = 0, part_ml = 0, part_o = 0, bytes = 0;
+};
+inline WorkspaceLayout workspace_layout(int ctas) {
+  const auto align = [](size_t b) { return (b + 255) / 256 * 256; };
+  const size_t rows = size_t(ctas) * 2 * kHeadBlock;
+  WorkspaceLayout w;
+  w.counters = 0;
+  w.part_ml = dsa_workspace::kCounterBytes;
+  w.part_o = w.part_ml + align(rows * 2 * sizeof(float));
+  w.bytes = w.part_o + rows * kDimV * sizeof(float);
+  return w;
+}
+
+}  // namespace mlakit::mla_v1
