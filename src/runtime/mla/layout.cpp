@@ -18,19 +18,22 @@ Status check_int_pointer(const void* ptr, const char* name) {
 }
 
 // One stride of a dimension of `extent` entries: kept when given for a dimension that is used,
-// else the contiguous value.
+// else the contiguous value. Dimensions nest: a stride is at least the extent of the one inside it
+// (`inner_count` entries `*inner_stride` apart, or `width` elements for the innermost).
 struct StrideRule {
   int64_t* stride;
   int64_t given;
-  int64_t extent;      // the dimension's size
-  int64_t min_elems;   // the extent of the dimensions inside it
+  int64_t extent;
+  const int64_t* inner_stride;  // null for the innermost strided dimension
+  int64_t inner_count;          // entries of the inner dimension, or the row width
   const char* name;
 };
 
 Status apply(const StrideRule& r) {
   if (r.given == 0 || r.extent == 1) return Status::ok();  // *r.stride holds the contiguous value
   *r.stride = r.given;
-  return check_row_stride(r.given, r.min_elems, r.name);
+  const int64_t min_elems = r.inner_count * (r.inner_stride ? *r.inner_stride : 1);
+  return check_row_stride(r.given, min_elems, r.name);
 }
 
 }  // namespace
@@ -57,17 +60,17 @@ Status resolve_strides(const MlaProblem& p, const MlaTensors& x, MlaTensors* t) 
   zeros.block_table_stride_b = 0;
   *t = mla_resolve_strides(p, zeros);
   const int64_t B = p.batch, S = p.seq_q, H = p.num_heads, V = p.head_dim_ckv, R = p.head_dim_kpe, P = p.page_size;
-  const StrideRule rules[] = {
-      {&t->q_nope_stride_h, x.q_nope_stride_h, H, V, "q_nope_stride_h"},
-      {&t->q_nope_stride_s, x.q_nope_stride_s, S, H * V, "q_nope_stride_s"},
-      {&t->q_nope_stride_b, x.q_nope_stride_b, B, S * H * V, "q_nope_stride_b"},
-      {&t->q_pe_stride_h, x.q_pe_stride_h, H, R, "q_pe_stride_h"},
-      {&t->q_pe_stride_s, x.q_pe_stride_s, S, H * R, "q_pe_stride_s"},
-      {&t->q_pe_stride_b, x.q_pe_stride_b, B, S * H * R, "q_pe_stride_b"},
-      {&t->ckv_stride_row, x.ckv_stride_row, P, V, "ckv_stride_row"},
-      {&t->ckv_stride_page, x.ckv_stride_page, p.num_pages, P * V, "ckv_stride_page"},
-      {&t->kpe_stride_row, x.kpe_stride_row, P, R, "kpe_stride_row"},
-      {&t->kpe_stride_page, x.kpe_stride_page, p.num_pages, P * R, "kpe_stride_page"},
+  const StrideRule rules[] = {  // inner dimensions first: the outer rules read their result
+      {&t->q_nope_stride_h, x.q_nope_stride_h, H, nullptr, V, "q_nope_stride_h"},
+      {&t->q_nope_stride_s, x.q_nope_stride_s, S, &t->q_nope_stride_h, H, "q_nope_stride_s"},
+      {&t->q_nope_stride_b, x.q_nope_stride_b, B, &t->q_nope_stride_s, S, "q_nope_stride_b"},
+      {&t->q_pe_stride_h, x.q_pe_stride_h, H, nullptr, R, "q_pe_stride_h"},
+      {&t->q_pe_stride_s, x.q_pe_stride_s, S, &t->q_pe_stride_h, H, "q_pe_stride_s"},
+      {&t->q_pe_stride_b, x.q_pe_stride_b, B, &t->q_pe_stride_s, S, "q_pe_stride_b"},
+      {&t->ckv_stride_row, x.ckv_stride_row, P, nullptr, V, "ckv_stride_row"},
+      {&t->ckv_stride_page, x.ckv_stride_page, p.num_pages, &t->ckv_stride_row, P, "ckv_stride_page"},
+      {&t->kpe_stride_row, x.kpe_stride_row, P, nullptr, R, "kpe_stride_row"},
+      {&t->kpe_stride_page, x.kpe_stride_page, p.num_pages, &t->kpe_stride_row, P, "kpe_stride_page"},
   };
   for (const StrideRule& r : rules) MLAKIT_RETURN_IF_ERROR(apply(r));
   if (x.block_table_stride_b != 0 && B > 1) {

@@ -4,10 +4,11 @@
 //   - q_nope, q_pe, ckv_cache, kpe_cache and output start 16-byte aligned (the row rules of
 //     runtime/row_layout.h); block_table, cache_seqlens and lse are non-null and 4-byte aligned.
 //   - Innermost dimensions are contiguous. Every other stride is in elements, 0 meaning contiguous;
-//     a given stride is a multiple of 8 (16 bytes) and at least the extent of the dimensions inside
-//     it (rows do not overlap): q_*_stride_h >= width, _s >= h * width, _b >= s_q * h * width;
-//     *_stride_row >= width, *_stride_page >= page_size * width; block_table_stride_b >= max_pages
-//     (any int32 stride). The engines' combined 576-wide q and cache pass as views.
+//     a given stride is a multiple of 8 (16 bytes) and dimensions nest in their order, so rows do
+//     not overlap: q_*_stride_h >= width, _s >= h * stride_h, _b >= s_q * stride_s;
+//     *_stride_row >= width, *_stride_page >= page_size * stride_row; block_table_stride_b >=
+//     max_pages (any int32 stride). The engines' combined 576-wide q and cache pass as views; a
+//     transposed q ([b, h, s_q] in memory) does not.
 //   - The stride of a dimension of size 1 is never used: it is not checked and reads as contiguous.
 #pragma once
 
