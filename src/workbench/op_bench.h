@@ -34,6 +34,8 @@ struct WorkloadInfo {
   std::string shape;   // the problem's to_string()
   std::string bucket;  // its tune-cache shape bucket
   int num_tokens = 0;  // query tokens: the tables' "T" column
+  std::string dtype;   // what a kernel must run (KernelInfo::runs): filled by OpSuite from the
+  int heads = 0;       // op's contract
   Cost cost;           // roofline counts of one call
   HostFootprint host;  // host memory and time its inputs and CPU reference take (workbench/host_budget.h)
 };

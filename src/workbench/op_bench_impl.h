@@ -50,7 +50,11 @@ class OpSuite final : public BenchSuite {
 
   OpSuite(std::string title, std::vector<Workload> workloads)
       : op_(Contract::kOp), title_(std::move(title)), workloads_(std::move(workloads)) {
-    for (const Workload& w : workloads_) infos_.push_back(Op::describe(w));
+    for (const Workload& w : workloads_) {
+      infos_.push_back(Op::describe(w));
+      infos_.back().dtype = Contract::dtype(w.problem);
+      infos_.back().heads = Contract::heads(w.problem);
+    }
   }
 
   const std::vector<Workload>& workloads() const { return workloads_; }
