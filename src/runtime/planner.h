@@ -81,9 +81,10 @@ struct Planner {
     const int heads = Contract::heads(problem);
     *out = dynamic_cast<const Kernel*>(default_kernel(Contract::kOp, dtype, heads));
     if (*out != nullptr) return Status::ok();
+    const std::string keys = kernel_keys(Contract::kOp);
     return Status::unsupported(std::string("no ") + Contract::kOp + " kernel is registered for " +
                                dtype + " with " + std::to_string(heads) + " heads (registered:" +
-                               kernel_keys(Contract::kOp) + ")");
+                               (keys.empty() ? std::string(" none") : keys) + ")");
   }
 
   // Step 2 for a target that passed the gate: validates the problem, chooses and checks the

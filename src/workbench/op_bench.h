@@ -34,6 +34,8 @@ struct WorkloadInfo {
   std::string shape;   // the problem's to_string()
   std::string bucket;  // its tune-cache shape bucket
   int num_tokens = 0;  // query tokens: the tables' "T" column
+  std::string dtype;   // what a kernel must run (KernelInfo::runs): filled by OpSuite from the
+  int heads = 0;       // op's contract
   Cost cost;           // roofline counts of one call
   HostFootprint host;  // host memory and time its inputs and CPU reference take (workbench/host_budget.h)
 };
@@ -75,6 +77,9 @@ class BenchSession {
   virtual Status verify(const BenchPlan& plan, VerifyResult* result) = 0;
   // The timing core (workbench/timer.h) on one call of the plan.
   virtual Status time(const BenchPlan& plan, const TimingConfig& config, TimingResult* result) = 0;
+  // The op's checked mode on the current workload's device inputs (`mlakit run --check`): what
+  // its public check does (mla_check_inputs); ok for an op without one. Synchronizes.
+  virtual Status check_inputs() = 0;
   // Runs the CPU reference of the current workload (once per prepare); `columns` gets the op's
   // summary of it, formatted under BenchSuite::reference_header().
   virtual Status reference(std::string* columns) = 0;
@@ -102,14 +107,16 @@ class BenchSuite {
   virtual std::string reference_header() const = 0;
 };
 
-// One integer option of the single-shape command (`mlakit run OP --t 8`).
+// One option of the single-shape command (`mlakit run OP --t 8`): an integer, or a flag
+// (`--causal`: no value, 1 when given). A name is the same kind for every op that has it.
 struct ShapeOption {
   std::string name;  // "t" for --t
   long long lo = 0, hi = 0;
   bool required = false;
   std::string help;  // "number of tokens"
+  bool flag = false;
 };
-using ShapeArgs = std::map<std::string, long long>;  // the options given, by name
+using ShapeArgs = std::map<std::string, long long>;  // the options given, by name (a flag: 1)
 
 class OpBench {
  public:

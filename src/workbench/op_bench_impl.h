@@ -7,6 +7,7 @@
 //     Tensors tensors() const;                          // device pointers of the prepared inputs
 //     Status outputs(std::vector<CallOutput>*);         // device outputs + comparators
 //     Status reference(std::string* columns);           // CPU reference summary, once per prepare
+//     Status check(cudaStream_t);                       // optional: the op's checked mode
 //   static constexpr const char* kProfileKernels;       // --prof ncu's default kernel filter
 //   static std::vector<std::string> suite_names();
 //   static Status make_suite(const std::string& name, uint64_t seed, std::vector<Workload>*);
@@ -49,7 +50,11 @@ class OpSuite final : public BenchSuite {
 
   OpSuite(std::string title, std::vector<Workload> workloads)
       : op_(Contract::kOp), title_(std::move(title)), workloads_(std::move(workloads)) {
-    for (const Workload& w : workloads_) infos_.push_back(Op::describe(w));
+    for (const Workload& w : workloads_) {
+      infos_.push_back(Op::describe(w));
+      infos_.back().dtype = Contract::dtype(w.problem);
+      infos_.back().heads = Contract::heads(w.problem);
+    }
   }
 
   const std::vector<Workload>& workloads() const { return workloads_; }
@@ -149,6 +154,15 @@ class OpSession final : public BenchSession {
     const PlanT* p = nullptr;
     MLAKIT_RETURN_IF_ERROR(ready(plan, "timing", &p));
     return time_gpu_call(call(*p), stream_, config, result);
+  }
+
+  Status check_inputs() override {
+    if (!has_device_) return Status::unsupported("the input check needs a CUDA device; none is visible");
+    if (current_ == nullptr) return Status::invalid_argument("check: no workload prepared");
+    if constexpr (requires(typename Op::Inputs& in, cudaStream_t s) { in.check(s); })
+      return inputs_.check(stream_);
+    else
+      return Status::ok();
   }
 
   Status reference(std::string* columns) override {

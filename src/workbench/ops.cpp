@@ -1,5 +1,6 @@
 // The op table: one line per op (its workbench traits live in workbench/<op>/bench.h).
 #include "workbench/dsa/bench.h"
+#include "workbench/mla/bench.h"
 #include "workbench/op_bench.h"
 
 namespace mlakit {
@@ -7,6 +8,7 @@ namespace mlakit {
 const std::vector<const OpBench*>& op_benches() {
   static const std::vector<const OpBench*> table = {
       &dsa_bench(),
+      &mla_bench(),
   };
   return table;
 }

@@ -20,6 +20,7 @@
 
 #include "mlakit/version.h"
 #include "temp_dir.h"
+#include "runtime/registry.h"
 #include "workbench/dsa/bench.h"
 #include "workbench/host_budget.h"
 
@@ -222,7 +223,8 @@ TEST(Cli, ProfNamesItsOptionOnce) {
 }
 
 TEST(Cli, SuitesAndTracesAreCheckedFirst) {
-  expect_usage_error("tune --suite nope", "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge)");
+  expect_usage_error("tune --suite nope",
+                     "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge mla-serving mla-edge)");
   const Result r = cli("tune --suite nope --dry-run");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_EQ(r.output.find("tune dsa_decode"), std::string::npos) << r.output;  // no header before the error
@@ -351,6 +353,48 @@ TEST(Cli, ListShowsEveryKernelWithItsArch) {
   EXPECT_NE(r.output.find("sm_90a"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("the default for bf16 with 16 heads"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("dsa_decode  dsa-contest dsa-serving dsa-edge"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("mla_decode  mla-serving mla-edge"), std::string::npos) << r.output;
+}
+
+// mla_decode's shape options: integers in their ranges, flags without values, none of another op's.
+TEST(Cli, MlaDecodeShapeOptionsNameTheArgument) {
+  expect_usage_error("run mla_decode --t 4096", "--b N (requests (batch)) is required");
+  expect_usage_error("run mla_decode --b 32", "--t N (context length: cache_seqlens of every request) is required");
+  expect_usage_error("run mla_decode --b 0 --t 1", "--b: expected a value in [1, 65536], got 0");
+  expect_usage_error("run mla_decode --b 1 --t 1 --s 5", "--s: expected a value in [1, 4], got 5");
+  expect_usage_error("run mla_decode --b 1 --t -1", "--t: expected a value in [0, 2147483647], got -1");
+  expect_usage_error("run mla_decode --b 1 --t 1 --heads 12", "--heads: expected one of 16, 32, 64, 128, got 12");
+  expect_usage_error("run mla_decode --b 1 --t 1 --page-size 2048", "--page-size: expected a value in [1, 1024]");
+  expect_usage_error("run mla_decode --b 1 --t 1 --causal=1", "--causal takes no value, got '--causal=1'");
+  expect_usage_error("run mla_decode --b 1 --t 1 --topk 5", "--topk is not a shape option of mla_decode");
+  expect_usage_error("run --t 1 --causal", "--causal is not a shape option of dsa_decode");
+  expect_usage_error("run --t 1 --b 2", "--b is not a shape option of dsa_decode");
+  expect_usage_error("run mla_decode --b 1 --t 1 --casual", "unknown option --casual (did you mean --causal?)");
+  expect_usage_error("verify mla_decode --suite dsa-edge", "suite 'dsa-edge' is a dsa_decode suite, not mla_decode");
+  const Result r = cli("run mla_decode --b 65536 --t 1048576", "MLAKIT_HOST_MEMORY_LIMIT=16G");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(first_error(r.output).rfind("mlakit: --b 65536 --t 1048576: the run needs about 72", 0), 0u) << r.output;
+}
+
+// Until an mla_decode kernel registers, the commands say so; without a GPU they show the reference.
+TEST(Cli, MlaDecodeRunsItsReferenceOrSaysWhichKernelIsMissing) {
+  for (const char* args : {"run mla_decode --b 2 --t 100 --s 2 --causal --check --no-time",
+                           "run mla_decode --b 3 --t 70 --page-size 16 --separate --mixed --heads 32 --check --no-time"}) {
+    const Result r = cli(args);
+    const bool no_kernel = kernel_keys("mla_decode").empty();
+    const bool gpu = r.output.find("GPU kernels skipped") == std::string::npos;
+    if (no_kernel && gpu) {
+      EXPECT_EQ(r.code, 1) << args << "\n" << r.output;
+      EXPECT_NE(r.output.find("registered mla_decode kernels: none"), std::string::npos) << r.output;
+    } else if (!gpu) {
+      EXPECT_EQ(r.code, 0) << args << "\n" << r.output;
+      EXPECT_NE(r.output.find("CPU reference"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("empty_queries"), std::string::npos) << r.output;
+    } else {
+      EXPECT_EQ(r.code, 0) << args << "\n" << r.output;
+      EXPECT_NE(r.output.find(" ok"), std::string::npos) << r.output;
+    }
+  }
 }
 
 // Issue 8: this once timed a launch whose split (4096 slots) is twice the kernel's compaction.

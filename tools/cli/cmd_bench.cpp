@@ -14,6 +14,7 @@
 #include "base/progress_line.h"
 #include "common.h"
 #include "io/file.h"
+#include "runtime/registry.h"
 #include "workbench/ceiling.h"
 #include "workbench/profiling.h"
 #include "workbench/report.h"
@@ -31,6 +32,7 @@ struct SuiteOptions {
   bool explain = false;
   bool floor = true;  // time the op's gather floor beside the kernel (bench, run)
   bool quiet = false;  // no progress line (there is none unless stdout is a terminal)
+  bool check_inputs = false;  // run --check: the op's input check before verifying
   TimingConfig timing;
   ProfMode prof = ProfMode::kDisabled;
   std::string out_dir = "out";  // bench.jsonl + bench.csv are appended here ("" = none)
@@ -152,6 +154,7 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
   progress.show(progress_text(run.suite, i, doing));
   Status s = run.plan_status[i];
   if (s.is_ok()) s = session.prepare(i);
+  if (s.is_ok() && o.check_inputs) s = session.check_inputs();
   VerifyResult v;
   if (s.is_ok() && o.verify) s = session.verify(plan, &v);
   TimingResult t;
@@ -301,14 +304,25 @@ int check_host(const SuiteOptions& o, const BenchSuite& suite, bool reference) {
   return kExitOk;
 }
 
+// No kernel of the op runs the suite's first workload (an op whose kernels have not landed): an
+// error on a GPU machine or with --tiling; elsewhere the CPU reference, as without a GPU.
+int run_without_kernel(const SuiteOptions& o, const BenchSuite& suite) {
+  const std::string registered = kernel_keys(suite.op());
+  const std::string why = "no registered " + suite.op() + " kernel runs its first workload (" +
+                          (suite.size() ? suite.info(0).shape : std::string("no workloads")) + "; registered " +
+                          suite.op() + " kernels:" + (registered.empty() ? std::string(" none") : registered) + ")";
+  if (device_count() > 0 || o.tiling || suite.size() == 0) return fail(suite.title() + ": " + why, kExitFailure);
+  if (int rc = check_host(o, suite, true); rc != kExitOk) return rc;
+  std::printf("%s\nGPU kernels skipped: %s\nShowing the CPU reference (fp64) on %s instead.\n\n",
+              suite.title().c_str(), why.c_str(), suite.title().c_str());
+  return run_cpu_reference(suite, o.seed, o.quiet);
+}
+
 // Plans the suite for the current device, or, without a usable one, checks --tiling against a
 // known chip and shows the CPU reference.
 int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
   const KernelEntry* kernel = o.sel.kernel ? o.sel.kernel : suite.size() ? suite.default_kernel(0) : nullptr;
-  if (kernel == nullptr)
-    return fail(suite.title() + ": no registered " + suite.op() + " kernel runs its first workload (" +
-                    (suite.size() ? suite.info(0).shape : std::string("no workloads")) + ")",
-                kExitFailure);
+  if (kernel == nullptr) return run_without_kernel(o, suite);
   SuiteRun run{o, suite, *kernel, {}, {}, {}, nullptr, {}};
   const Status gate = plan_target(*kernel, -1, &run.target);
   if (gate.is_ok() || o.tiling) {
@@ -332,7 +346,8 @@ struct CommandLine {
   std::string target, kernel, tiling, suite, trace, definition, out = "out", prof = "disabled", prof_kernel;
   long long seed = 1, seeds = 1, warmup = 10, iters = 50, prof_skip = 0, prof_count = 2;
   bool no_verify = false, no_floor = false, explain = false, check = false, no_time = false, quiet = false;
-  std::map<std::string, long long> shape;  // run: every op's shape options, by name ("t")
+  std::map<std::string, long long> shape;  // run: every op's integer shape options, by name ("t")
+  std::map<std::string, bool> shape_flags;  // run: every op's flag shape options ("causal")
 };
 
 enum class Kind { kBench, kVerify, kRun };
@@ -366,8 +381,11 @@ void declare(Args& args, Kind kind, CommandLine* c) {
   args.flag("--no-time", &c->no_time);
   // Every op's shape options; those of another op than the one named are refused after parsing.
   for (const OpBench* op : op_benches())
-    for (const ShapeOption& s : op->shape_options())
-      if (!c->shape.count(s.name)) args.integer("--" + s.name, &c->shape[s.name], LLONG_MIN, LLONG_MAX);
+    for (const ShapeOption& s : op->shape_options()) {
+      if (c->shape.count(s.name) || c->shape_flags.count(s.name)) continue;
+      if (s.flag) args.flag("--" + s.name, &c->shape_flags[s.name]);
+      else args.integer("--" + s.name, &c->shape[s.name], LLONG_MIN, LLONG_MAX);
+    }
 }
 
 // The options as SuiteOptions (no GPU work, nothing read from disk).
@@ -457,17 +475,17 @@ const char* kBenchUsage =
     "usage: mlakit bench [OP|KERNEL] [--suite NAME | --trace DIR [--definition NAME]] [--kernel KEY]\n"
     "                    [--tiling NAME] [--seed S] [--seeds N] [--warmup N] [--iters N] [--no-verify]\n"
     "                    [--no-floor] [--explain] [--out DIR] [--prof MODE] [--quiet]\n\n"
-    "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge; a suite names\n"
-    "its op) or of a FlashInfer-Trace dataset directory. Span = median GPU time of one call over\n"
-    "--iters calls (cold L2 before each), host = host time of one call. Every workload is planned\n"
-    "first; a --tiling that no workload accepts exits 2 with the reason. Each workload is also timed\n"
-    "with the op's gather floor (the same rows moved into shared memory, no math): floor_us and\n"
-    "x_floor = span / floor in the table, from the same run (--no-floor skips it). --seeds N repeats\n"
-    "the suite with N fresh seeds. Without an sm_90a GPU, runs the CPU reference on the workloads\n"
-    "instead.\n\n"
+    "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge, mla-serving,\n"
+    "mla-edge; a suite names its op) or of a FlashInfer-Trace dataset directory. Span = median GPU\n"
+    "time of one call over --iters calls (cold L2 before each), host = host time of one call. Every\n"
+    "workload is planned first; a --tiling that no workload accepts exits 2 with the reason. Each\n"
+    "workload is also timed with the op's gather floor (the same rows moved into shared memory, no\n"
+    "math): floor_us and x_floor = span / floor in the table, from the same run (--no-floor skips\n"
+    "it). --seeds N repeats the suite with N fresh seeds. Without an sm_90a GPU (or, on a machine\n"
+    "without one, without a kernel of the op), runs the CPU reference on the workloads instead.\n\n"
     "Profiling: --prof disabled|annotation|ncu. annotation wraps each timed call in an NVTX range\n"
     "named after the workload; ncu re-runs the command under Nsight Compute (--clock-control none)\n"
-    "with --prof-kernel REGEX (default: the op's kernels, dsa_), --prof-skip N, --prof-count N\n"
+    "with --prof-kernel REGEX (default: the op's kernels, dsa_ or mla_), --prof-skip N, --prof-count N\n"
     "(default 2) and prints where the report went. Results are appended to --out DIR (default out/)\n"
     "as JSON lines and CSV; a folder that cannot take them exits 2 before anything runs.\n\n"
     "On a terminal a progress line names the workload at work; --quiet turns it off (pipes and\n"
@@ -491,9 +509,12 @@ const char* kRunUsage =
     "                  [--out DIR] [--prof MODE] [--quiet]\n\n"
     "Runs one synthetic shape of an op (default dsa_decode). dsa_decode's shape options:\n"
     "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V]: T tokens, each row V valid top-k\n"
-    "picks (default: topk) clustered by page, the rest -1. --check verifies against the CPU\n"
-    "reference; --no-time skips timing (for compute-sanitizer); --explain prints the plan. A tiling\n"
-    "the shape cannot run exits 2 with the reason.\n\n"
+    "picks (default: topk) clustered by page, the rest -1. mla_decode's: --b B --t N [--s S]\n"
+    "[--heads H] [--page-size P] [--causal] [--mixed] [--separate]: B requests of N cached rows each\n"
+    "(--mixed: lengths in [N/64, N]), S query tokens, on random pages of a combined 576-wide cache\n"
+    "(--separate: four tensors). --check runs the op's input check (mla_check_inputs), then verifies\n"
+    "against the CPU reference; --no-time skips timing (for compute-sanitizer); --explain prints the\n"
+    "plan. A tiling the shape cannot run exits 2 with the reason.\n\n"
     "Profiling: --prof disabled|annotation|ncu, as for bench (--prof-kernel REGEX, --prof-skip N,\n"
     "--prof-count N). Results are appended to --out DIR (default out/) as JSON lines and CSV.\n\n"
     "The host memory the shape needs is estimated first: past the limit (physical memory, or\n"
@@ -512,13 +533,20 @@ ShapeArgs read_shape(Args& args, const OpBench& op, const CommandLine& c) {
       if (s.required) args.error(name + " N (" + s.help + ") is required");
       continue;
     }
+    if (s.flag) {
+      shape[s.name] = 1;
+      continue;
+    }
     const long long v = c.shape.at(s.name);
     if (v < s.lo || v > s.hi)
       args.error(name + ": expected a value in [" + std::to_string(s.lo) + ", " + std::to_string(s.hi) + "], got " +
                  std::to_string(v));
     shape[s.name] = v;
   }
-  for (const auto& [name, value] : c.shape)
+  std::vector<std::string> names;
+  for (const auto& entry : c.shape) names.push_back(entry.first);
+  for (const auto& entry : c.shape_flags) names.push_back(entry.first);
+  for (const std::string& name : names)
     if (!own.count(name) && args.given("--" + name)) args.error("--" + name + " is not a shape option of " + op.name());
   return shape;
 }
@@ -532,6 +560,7 @@ int run_run(Args& args) {
   if (select_op(args, c.target, c.kernel, "", &o.sel)) shape = read_shape(args, *o.sel.op, c);
   read_options(args, c, &o);
   o.verify = c.check;
+  o.check_inputs = c.check;
   o.time = !c.no_time;
   check_floor_verify(args, o, o.verify ? "--check" : "");
   check_out_dir(args, o);

@@ -1,28 +1,18 @@
 // The layout rules of DsaTensors (docs/dsa-contract.md, "Decisions"), stated once: dsa_run checks
 // the tensors it is given with them, and the Python binding applies the same predicates to
 // DLPack metadata before it builds a DsaTensors (its messages then speak of Python strides).
+// DSA's rules are the row rules every op shares (runtime/row_layout.h).
 #pragma once
 
-#include <cstdint>
-
-#include "mlakit/status.h"
+#include "runtime/row_layout.h"
 
 namespace mlakit::dsa_layout {
 
-// Rows are read and written with 16-byte vector copies.
-inline constexpr int64_t kRowAlignBytes = 16;
-
-// A pointer a row may start at.
-bool aligned(const void* ptr);
-// A row stride of `stride` elements of `elem_bytes` bytes that keeps every row aligned: a
-// positive multiple of stride_multiple(elem_bytes) elements.
-bool whole_rows(int64_t stride, int64_t elem_bytes);
-constexpr int64_t stride_multiple(int64_t elem_bytes) { return kRowAlignBytes / elem_bytes; }
-
-// The same rules as a Status naming the argument: "q_nope: null pointer",
-// "q_nope: must be 16-byte aligned (rows are read with 16-byte copies)".
-Status check_row_pointer(const void* ptr, const char* name);
-// A bf16 row stride: at least `min_elems` (rows must not overlap) and whole_rows.
-Status check_row_stride(int64_t stride, int64_t min_elems, const char* name);
+using row_layout::aligned;
+using row_layout::check_row_pointer;
+using row_layout::check_row_stride;
+using row_layout::kRowAlignBytes;
+using row_layout::stride_multiple;
+using row_layout::whole_rows;
 
 }  // namespace mlakit::dsa_layout

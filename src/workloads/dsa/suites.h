@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mlakit/dsa.h"
+#include "workloads/randn.h"
 
 namespace mlakit {
 
@@ -37,9 +38,6 @@ Status make_dsa_workload(const DsaProblem& problem, int valid, uint64_t seed, Ds
 
 // Counts of valid entries (0 <= idx < num_slots) per row.
 std::vector<int> valid_per_row(const DsaWorkload& w);
-
-// randn bf16 (raw bits): element i is a pure function of (seed, stream, i); multithreaded.
-void fill_randn_bf16(uint16_t* dst, int64_t n, uint64_t seed, uint64_t stream);
 
 // Host inputs of one workload: q from (seed, workload), caches from (seed, num_pages, page_size).
 struct DsaHostData {

@@ -1,8 +1,8 @@
-#include "runtime/dsa/layout.h"
+#include "runtime/row_layout.h"
 
 #include <string>
 
-namespace mlakit::dsa_layout {
+namespace mlakit::row_layout {
 
 constexpr int64_t kBf16Bytes = 2;
 
@@ -31,4 +31,4 @@ Status check_row_stride(int64_t stride, int64_t min_elems, const char* name) {
   return Status::ok();
 }
 
-}  // namespace mlakit::dsa_layout
+}  // namespace mlakit::row_layout

@@ -1,14 +1,15 @@
 // randn bf16 from a counter-based generator: element i depends only on (seed, stream, i), so the
 // result is the same for any thread count and any chunking. Pairs (2p, 2p+1) share one
 // Box-Muller draw from two splitmix64 outputs of counters 2p and 2p+1.
+#include "workloads/randn.h"
+
 #include <algorithm>
 #include <cmath>
 #include <thread>
 #include <vector>
 
 #include "base/bf16.h"
-#include "workloads/dsa/suites.h"
-#include "workloads/dsa/synth.h"
+#include "workloads/rng.h"
 
 namespace mlakit {
 
@@ -33,10 +34,6 @@ void fill_range(uint16_t* dst, int64_t begin, int64_t end, uint64_t key) {
   }
 }
 
-uint64_t stream_of(const char* tensor, uint64_t a, uint64_t b = 0) {
-  return synth::mix(synth::hash_string(tensor), synth::mix(a, b));
-}
-
 }  // namespace
 
 void fill_randn_bf16(uint16_t* dst, int64_t n, uint64_t seed, uint64_t stream) {
@@ -57,23 +54,8 @@ void fill_randn_bf16(uint16_t* dst, int64_t n, uint64_t seed, uint64_t stream) {
   for (std::thread& t : pool) t.join();
 }
 
-void make_dsa_queries(const DsaWorkload& w, uint64_t seed, DsaHostData* data) {
-  const DsaProblem& p = w.problem;
-  const int64_t rows = int64_t(p.num_tokens) * p.num_heads;
-  const uint64_t name = synth::hash_string(w.name);
-  data->q_nope.resize(size_t(rows * p.head_dim_ckv));
-  data->q_pe.resize(size_t(rows * p.head_dim_kpe));
-  fill_randn_bf16(data->q_nope.data(), int64_t(data->q_nope.size()), seed, stream_of("q_nope", name));
-  fill_randn_bf16(data->q_pe.data(), int64_t(data->q_pe.size()), seed, stream_of("q_pe", name));
-}
-
-void make_dsa_caches(const DsaProblem& p, uint64_t seed, DsaHostData* data) {
-  const int64_t slots = p.num_slots();
-  const uint64_t shape = synth::mix(uint64_t(p.num_pages), uint64_t(p.page_size));
-  data->ckv.resize(size_t(slots * p.head_dim_ckv));
-  data->kpe.resize(size_t(slots * p.head_dim_kpe));
-  fill_randn_bf16(data->ckv.data(), int64_t(data->ckv.size()), seed, stream_of("ckv_cache", shape));
-  fill_randn_bf16(data->kpe.data(), int64_t(data->kpe.size()), seed, stream_of("kpe_cache", shape));
+uint64_t randn_stream(std::string_view tensor, uint64_t a, uint64_t b) {
+  return synth::mix(synth::hash_string(tensor), synth::mix(a, b));
 }
 
 }  // namespace mlakit
