@@ -200,7 +200,8 @@ nb::tuple dsa_sparse_attention(nb::handle q_nope_obj, nb::handle q_pe_obj, nb::h
   const size_t workspace_bytes = plan->workspace_bytes();
   const std::shared_ptr<DeviceBuffer> workspace =
       workspace_bytes == 0 ? nullptr
-                           : workspace_for(api, a.device, stream, workspace_bytes, is_capturing(stream));
+                           : workspace_for(WorkspaceOp::kDsa, api, a.device, stream, workspace_bytes,
+                                          is_capturing(stream));
   if (Status s = dsa_run(*plan, tensors_of(a), workspace ? workspace->data() : nullptr,
                          workspace ? workspace->bytes() : 0, stream);
       !s)
