@@ -68,6 +68,10 @@ PlanCache<DsaProblem, DsaPlan>& dsa_plans() {
   static auto* cache = new PlanCache<DsaProblem, DsaPlan>();
   return *cache;
 }
+PlanCache<MlaProblem, MlaPlan>& mla_plans() {
+  static auto* cache = new PlanCache<MlaProblem, MlaPlan>();
+  return *cache;
+}
 
 // ---- allocation ------------------------------------------------------------------------------
 
@@ -169,6 +173,14 @@ std::shared_ptr<const DsaPlan> cached_plan(const DsaProblem& p, int device) {
   });
 }
 
+std::shared_ptr<const MlaPlan> cached_plan(const MlaProblem& p, int device) {
+  return mla_plans().get(p, device, [](const MlaProblem& problem, int dev, MlaPlan* plan) {
+    MlaPlanOptions options;
+    options.device = dev;
+    return mla_plan(problem, options, plan);
+  });
+}
+
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
@@ -225,7 +237,7 @@ std::shared_ptr<DeviceBuffer> workspace_for(WorkspaceOp op, const dl::ExchangeAp
                                             cudaStream_t stream, size_t bytes, bool capturing) {
   if (bytes == 0) return nullptr;
   // Workspaces start zeroed (stream-ordered, so also inside a capture, where the graph then zeroes
-  // its own workspace on every replay): dsa_run's contract.
+  // its own workspace on every replay): the contract of dsa_run and mla_run.
   const auto zeroed = [stream](std::shared_ptr<DeviceBuffer> b) {
     if (cudaError_t e = cudaMemsetAsync(b->data(), 0, b->bytes(), stream); e != cudaSuccess) {
       cudaGetLastError();
@@ -267,11 +279,12 @@ void set_python_allocator(nb::handle allocator) {
 void release_caches() {
   workspaces().clear();
   dsa_plans().clear();
+  mla_plans().clear();
 }
 
 CacheStats cache_stats() {
   CacheStats s;
-  s.plans = dsa_plans().size();
+  s.plans = dsa_plans().size() + mla_plans().size();
   s.workspaces = workspaces().size();
   for (const WorkspaceSlot& slot : workspaces()) s.workspace_bytes += slot.buffer->bytes();
   return s;

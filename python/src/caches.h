@@ -21,16 +21,19 @@
 #include <cuda_runtime_api.h>
 
 #include "mlakit/dsa.h"
+#include "mlakit/mla.h"
 #include "tensor_arg.h"
 
 namespace mlakit::python {
 
-// The plan of `problem` on `device` (dsa_plan on first use). Raises the mapped Status error.
+// The plan of `problem` on `device` (dsa_plan / mla_plan on first use). Raises the mapped Status
+// error.
 std::shared_ptr<const DsaPlan> cached_plan(const DsaProblem& problem, int device);
+std::shared_ptr<const MlaPlan> cached_plan(const MlaProblem& problem, int device);
 
 // Whose workspace: each op keeps its own per (device, stream), so that one op's partial results
 // never land where another op's kernel keeps its counters.
-enum class WorkspaceOp { kDsa };
+enum class WorkspaceOp { kDsa, kMla };
 
 // A device buffer and what keeps it alive: a managed DLPack tensor (exchange route) or a Python
 // tensor (registered allocator).
