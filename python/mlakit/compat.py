@@ -245,10 +245,6 @@ def get_mla_metadata(cache_seqlens=None, num_q_tokens_per_head_k=None, num_heads
         raise _not_served("topk", "sparse attention")
     if cache_seqlens is None:
         return torch.empty((0, _TILE_SCHEDULER_METADATA_SIZE), dtype=torch.int32), None
-    _expect_tensor(cache_seqlens, "cache_seqlens", torch.int32, 1, "[batch]")
-    if not cache_seqlens.is_cuda:
-        raise ValueError(f"cache_seqlens: expected a CUDA tensor, got a tensor on "
-                         f"{cache_seqlens.device}")
     for name, value in (("num_q_tokens_per_head_k", num_q_tokens_per_head_k),
                         ("num_heads_k", num_heads_k)):
         if not isinstance(value, int) or isinstance(value, bool):
@@ -258,6 +254,10 @@ def get_mla_metadata(cache_seqlens=None, num_q_tokens_per_head_k=None, num_heads
     if num_heads_k != 1:
         raise NotImplementedError(f"num_heads_k: expected 1 (MLA shares one latent per token), "
                                   f"got {num_heads_k}")
+    _expect_tensor(cache_seqlens, "cache_seqlens", torch.int32, 1, "[batch]")
+    if not cache_seqlens.is_cuda:
+        raise ValueError(f"cache_seqlens: expected a CUDA tensor, got a tensor on "
+                         f"{cache_seqlens.device}")
     tiles = -(-num_q_tokens_per_head_k // _FLASHMLA_BLOCK_M)
     num_sm_parts = max(_sm_count(cache_seqlens.device) // num_heads_k // tiles, 1)
     device = cache_seqlens.device
