@@ -140,7 +140,9 @@ def mla_output_shape(q_nope, q_pe) -> Tuple[int, int, int, int]:
 def call_mla_op(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale, causal,
                 out, lse):
     """mlakit.mla_decode through torch.ops (while compiling, or for subclasses)."""
-    sm_scale, causal = float(sm_scale), bool(causal)
+    if not isinstance(causal, bool):  # as strict as the extension, which the eager path reaches
+        raise TypeError(f"causal: expected a bool, got {type(causal).__name__}")
+    sm_scale = float(sm_scale)
     if out is None and lse is None:
         return torch.ops.mlakit.mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table,
                                            cache_seqlens, sm_scale, causal)

@@ -330,6 +330,15 @@ def test_dynamo_traces_the_call_as_one_operator(torch):
     assert "torch.ops.mlakit.mla_decode_out.default" in graph
 
 
+def test_the_operator_route_is_as_strict_about_causal(torch):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        inputs = [t.to("cuda") for t in _tiny_combined(torch)]
+        with pytest.raises(TypeError, match=r"^causal: expected a bool, got int$"):
+            mlakit.mla_decode(inputs[0], None, inputs[1], None, *inputs[2:], 0.1, causal=1)
+
+
 def test_compiled_call_reaches_the_extension(torch):
     torch._dynamo.reset()
 
