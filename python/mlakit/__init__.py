@@ -1,13 +1,17 @@
-"""mlakit: DeepSeek-V3.2 sparse attention (DSA) decode kernels for NVIDIA Hopper (sm_90a).
+"""mlakit: DeepSeek-V3.2 sparse attention (DSA) and dense paged MLA decode kernels for NVIDIA
+Hopper (sm_90a).
 
     import mlakit
     out, lse = mlakit.dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache,
                                            sparse_indices, sm_scale)
+    out, lse = mlakit.mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table,
+                                 cache_seqlens, sm_scale, causal=False)
 
 Tensors cross into the compiled extension (``mlakit._C``) through DLPack, so importing mlakit
 does not need PyTorch. When PyTorch is importable, importing mlakit also registers
-``torch.ops.mlakit.dsa_sparse_attention`` (and its destination-passing twin
-``torch.ops.mlakit.dsa_sparse_attention_out``) for ``torch.compile``. See docs/python.md.
+``torch.ops.mlakit.dsa_sparse_attention`` and ``torch.ops.mlakit.mla_decode`` (and their
+destination-passing twins ``..._out``) for ``torch.compile``. ``mlakit.compat`` holds FlashMLA
+drop-ins. See docs/python.md.
 """
 
 import atexit as _atexit
@@ -28,6 +32,9 @@ from ._api import (
     check_indices,
     dsa_sparse_attention,
     empty_cache,
+    mla_check_inputs,
+    mla_decode,
+    mla_plan_info,
     plan_info,
     torch_integration,
 )
@@ -39,6 +46,9 @@ __all__ = [
     "check_indices",
     "dsa_sparse_attention",
     "empty_cache",
+    "mla_check_inputs",
+    "mla_decode",
+    "mla_plan_info",
     "plan_info",
     "torch_integration",
 ]

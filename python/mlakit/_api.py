@@ -1,6 +1,6 @@
 """The public calls of mlakit, kept thin: one C++ call per attention call on the common path.
 
-Route of ``dsa_sparse_attention``:
+Route of ``dsa_sparse_attention`` and ``mla_decode``:
 
 * a plain ``torch.Tensor`` in eager mode goes straight to ``mlakit._C`` (validation, cached plan,
   cached workspace and launch all happen there; the stream is PyTorch's current stream on the
@@ -24,6 +24,7 @@ else:
     _torch_error = None
 
 _run = _C.dsa_sparse_attention
+_run_mla = _C.mla_decode
 
 if _torch is not None:
     _Tensor = _torch.torch.Tensor
@@ -85,6 +86,77 @@ def _dispatch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out,
     return _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse, stream)
 
 
+def mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale, *,
+               causal=False, out=None, lse=None):
+    """Dense paged MLA decode (DeepSeek-V2/V3/R1, Kimi-K2): every query attends to the first
+    ``cache_seqlens[b]`` rows of its request's pages.
+
+    Args:
+        q_nope: bf16 [b, s_q, h, 512] latent query; or, with ``q_pe=None``, the combined
+            [b, s_q, h, 576] query (512 latent then 64 rope), split into views without a copy.
+            Any strides with the last dimension contiguous, outer strides multiples of 8
+            elements and at least the row width.
+        q_pe: bf16 [b, s_q, h, 64] rope query, same rules; or None (see q_nope).
+        ckv_cache: bf16 [num_pages, page_size, 512] latent cache (K and V); or, with
+            ``kpe_cache=None``, the combined [num_pages, page_size, 576] cache. Page and row
+            strides as for q_nope.
+        kpe_cache: bf16 [num_pages, page_size, 64] rope-key cache; or None (see ckv_cache).
+        block_table: int32 [b, max_pages]: row j of request i is row j % page_size of page
+            ``block_table[i, j // page_size]``; rows contiguous, any row stride >= max_pages.
+        cache_seqlens: int32 [b] contiguous: the rows each request holds (clamped to
+            [0, max_pages * page_size]; ``mla_check_inputs`` reports values outside).
+        sm_scale: softmax scale (a float).
+        causal: with s_q > 1 (speculative tokens), query i of a request sees only its first
+            ``cache_seqlens[b] - (s_q - 1 - i)`` rows.
+        out: optional bf16 [b, s_q, h, 512] contiguous output, written in place.
+        lse: optional fp32 [b, s_q, h] contiguous base-2 log-sum-exp, written in place.
+
+    Returns:
+        ``(out, lse)``; a query that sees no row gets output 0 and lse -inf. Enqueued on the
+        current CUDA stream of the inputs' device; nothing synchronizes. With ``out`` and ``lse``
+        given and the shape seen before, a call allocates nothing (CUDA-graph friendly).
+
+    Raises:
+        TypeError: an argument is not a tensor, has the wrong dtype, sm_scale is no number or
+            causal no bool.
+        ValueError: shapes, strides, alignment or devices break the contract.
+        NotImplementedError: valid, but no kernel supports it (GPU architecture, head count,
+            page size).
+        RuntimeError: a CUDA error or an allocation failure.
+    """
+    if type(q_nope) is _Tensor and not _is_compiling():
+        return _run_mla(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale,
+                        causal, out, lse, _stream_of(q_nope) if _needs_stream else None)
+    is_torch = _torch is not None and isinstance(q_nope, _Tensor)
+    if is_torch and _torch.HAS_OPS:
+        return _torch.call_mla_op(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens,
+                                  sm_scale, causal, out, lse)
+    stream = _stream_of(q_nope) if is_torch and _needs_stream else None
+    return _run_mla(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale,
+                    causal, out, lse, stream)
+
+
+def mla_check_inputs(block_table, cache_seqlens, ckv_cache) -> None:
+    """Raises ValueError naming the first ``cache_seqlens`` entry outside
+    [0, max_pages * page_size] or the first page id outside [0, num_pages) among the pages a
+    request uses (``mla_decode`` clamps the first and reads the second's rows as zeros). It
+    synchronizes the current stream, so it cannot run inside a CUDA-graph capture."""
+    stream = None
+    if _needs_stream and type(block_table) is _Tensor:
+        stream = _stream_of(block_table)
+    _C.mla_check_inputs(block_table, cache_seqlens, ckv_cache, stream)
+
+
+def mla_plan_info(batch: int, num_pages: int, max_pages: int, *, seq_q: int = 1,
+                  num_heads: int = 16, page_size: int = 64, causal: bool = False,
+                  device: int | None = None, head_dim_ckv: int = 512,
+                  head_dim_kpe: int = 64) -> dict:
+    """The plan an ``mla_decode`` call of this shape uses on ``device`` (default: the current
+    CUDA device): ``{"problem", "kernel_key", "tiling", "workspace_bytes"}``."""
+    return _C.mla_plan_info(batch, seq_q, num_heads, num_pages, page_size, max_pages, causal,
+                            -1 if device is None else device, head_dim_ckv, head_dim_kpe)
+
+
 def check_indices(sparse_indices, ckv_cache) -> None:
     """Raises ValueError naming the first index that is neither -1 nor a slot of ``ckv_cache``.
 
@@ -101,7 +173,8 @@ def check_indices(sparse_indices, ckv_cache) -> None:
 def plan_info(num_tokens: int, num_pages: int, page_size: int = 64, topk: int = 2048, *,
               device: int | None = None, num_heads: int = 16, head_dim_ckv: int = 512,
               head_dim_kpe: int = 64) -> dict:
-    """The plan a call of this shape uses on ``device`` (default: the current CUDA device):
+    """The plan a ``dsa_sparse_attention`` call of this shape uses on ``device`` (default: the
+    current CUDA device):
     ``{"problem", "kernel_key", "tiling", "workspace_bytes"}``."""
     return _C.plan_info(num_tokens, num_pages, page_size, topk, -1 if device is None else device,
                         num_heads, head_dim_ckv, head_dim_kpe)

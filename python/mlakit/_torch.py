@@ -4,10 +4,14 @@
   sm_scale) -> (output, lse)``: functional; outputs allocated by the op.
 * ``torch.ops.mlakit.dsa_sparse_attention_out(..., sm_scale, out, lse) -> None``: destination
   passing; mutates ``out`` and ``lse``.
+* ``torch.ops.mlakit.mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens,
+  sm_scale, causal) -> (output, lse)`` (q_pe and kpe_cache may be None: the combined layouts) and
+  ``torch.ops.mlakit.mla_decode_out(..., causal, out, lse) -> None``, the same pair for dense
+  paged MLA decode.
 
-Both have fake (meta) implementations, so ``torch.compile`` traces them as opaque ops with known
-output shapes; neither has a backward. ``mlakit.dsa_sparse_attention`` routes to them while
-compiling.
+All have fake (meta) implementations, so ``torch.compile`` traces them as opaque ops with known
+output shapes; none has a backward. ``mlakit.dsa_sparse_attention`` and ``mlakit.mla_decode``
+route to them while compiling.
 
 No ``from __future__ import annotations`` here: torch.library reads the annotations below to infer
 the operators' schemas.
@@ -20,6 +24,9 @@ import torch
 from . import _C
 
 _run = _C.dsa_sparse_attention
+_run_mla = _C.mla_decode
+
+_MLA_LATENT_WIDTH = 512  # the combined query [b, s_q, h, 576] is 512 latent then 64 rope
 
 _DTYPES = {
     "bfloat16": torch.bfloat16,
@@ -59,7 +66,7 @@ def _define_ops() -> Optional[str]:
     if not hasattr(torch.library, "custom_op"):
         return f"torch {torch.__version__} has no torch.library.custom_op (needs >= 2.4)"
     try:
-        torch.ops.mlakit.dsa_sparse_attention  # noqa: B018  (defined by an earlier import?)
+        torch.ops.mlakit.mla_decode  # noqa: B018  (defined by an earlier import?)
         return None
     except (AttributeError, RuntimeError):
         pass
@@ -89,11 +96,64 @@ def _define_ops() -> Optional[str]:
     def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
         return None
 
+    @torch.library.custom_op("mlakit::mla_decode", mutates_args=())
+    def mla_decode(q_nope: torch.Tensor, q_pe: Optional[torch.Tensor], ckv_cache: torch.Tensor,
+                   kpe_cache: Optional[torch.Tensor], block_table: torch.Tensor,
+                   cache_seqlens: torch.Tensor, sm_scale: float,
+                   causal: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _run_mla(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale,
+                        causal, None, None, _stream(q_nope))
+
+    @mla_decode.register_fake
+    def _(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale, causal):
+        shape = mla_output_shape(q_nope, q_pe)
+        return (q_nope.new_empty(shape, dtype=torch.bfloat16),
+                q_nope.new_empty(shape[:3], dtype=torch.float32))
+
+    @torch.library.custom_op("mlakit::mla_decode_out", mutates_args=("out", "lse"))
+    def mla_decode_out(q_nope: torch.Tensor, q_pe: Optional[torch.Tensor],
+                       ckv_cache: torch.Tensor, kpe_cache: Optional[torch.Tensor],
+                       block_table: torch.Tensor, cache_seqlens: torch.Tensor, sm_scale: float,
+                       causal: bool, out: torch.Tensor, lse: torch.Tensor) -> None:
+        _run_mla(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale, causal,
+                 out, lse, _stream(q_nope))
+
+    @mla_decode_out.register_fake
+    def _(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale, causal, out,
+          lse):
+        return None
+
     return None
 
 
 OPS_ERROR: Optional[str] = _define_ops()
 HAS_OPS: bool = OPS_ERROR is None
+
+
+def mla_output_shape(q_nope, q_pe) -> Tuple[int, int, int, int]:
+    """[b, s_q, h, 512] of mla_decode's output: q_nope's last dimension, or the latent part of the
+    combined query when q_pe is None."""
+    b, s_q, h, d = q_nope.shape
+    return (b, s_q, h, d if q_pe is not None else _MLA_LATENT_WIDTH)
+
+
+def call_mla_op(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale, causal,
+                out, lse):
+    """mlakit.mla_decode through torch.ops (while compiling, or for subclasses)."""
+    if not isinstance(causal, bool):  # as strict as the extension, which the eager path reaches
+        raise TypeError(f"causal: expected a bool, got {type(causal).__name__}")
+    sm_scale = float(sm_scale)
+    if out is None and lse is None:
+        return torch.ops.mlakit.mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table,
+                                           cache_seqlens, sm_scale, causal)
+    shape = mla_output_shape(q_nope, q_pe)
+    if out is None:
+        out = q_nope.new_empty(shape, dtype=torch.bfloat16)
+    if lse is None:
+        lse = q_nope.new_empty(shape[:3], dtype=torch.float32)
+    torch.ops.mlakit.mla_decode_out(q_nope, q_pe, ckv_cache, kpe_cache, block_table,
+                                    cache_seqlens, sm_scale, causal, out, lse)
+    return out, lse
 
 
 def call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):

@@ -1,6 +1,22 @@
 """Drop-in replacements for the calls inference engines already make.
 
-``flash_mla_sparse_fwd`` takes FlashMLA's arguments and returns FlashMLA's values (the
+Dense paged MLA decode: ``get_mla_metadata`` and ``flash_mla_with_kvcache`` take FlashMLA's
+arguments and return its values, computed by ``mlakit.mla_decode``::
+
+    from mlakit.compat import get_mla_metadata, flash_mla_with_kvcache
+    tile_scheduler_metadata, num_splits = get_mla_metadata(cache_seqlens, s_q * h_q, 1)
+    out, lse = flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, 512,
+                                      tile_scheduler_metadata, num_splits, causal=causal)
+
+- ``q`` [b, s_q, h_q, 576] bf16; ``k_cache`` [num_pages, page_size, 1, 576] bf16;
+  ``block_table`` [b, max_pages] int32; ``cache_seqlens`` [b] int32.
+- ``out`` [b, s_q, h_q, 512] bf16; ``lse`` [b, h_q, s_q] fp32, natural log, +inf for a query
+  that sees no row (FlashMLA's conventions).
+- mlakit schedules inside its kernel: the metadata is a placeholder of FlashMLA's shapes and
+  dtypes, and ``flash_mla_with_kvcache`` never reads it (any value is accepted, also FlashMLA's own
+  or its 2026 ``FlashMLASchedMeta``).
+
+Sparse attention: ``flash_mla_sparse_fwd`` takes FlashMLA's arguments and returns FlashMLA's values (the
 ``flash_mla.flash_mla_sparse_fwd`` of deepseek-ai/FlashMLA, conventions of its 2026 releases),
 computed by mlakit's DSA kernel::
 
@@ -27,9 +43,9 @@ import math
 
 import torch
 
-from ._api import dsa_sparse_attention
+from ._api import dsa_sparse_attention, mla_decode
 
-__all__ = ["SUPPORTED_HEADS", "flash_mla_sparse_fwd"]
+__all__ = ["SUPPORTED_HEADS", "flash_mla_sparse_fwd", "flash_mla_with_kvcache", "get_mla_metadata"]
 
 #: Query heads per call the DSA kernels are built for (one GPU of a TP-8 DeepSeek-V3.2).
 SUPPORTED_HEADS = (16,)
@@ -182,3 +198,140 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v: int = 512, attn_sink=Non
         out = apply_attn_sink(out, lse_base2 * _LN2, attn_sink)
     max_logits = max_logits_of(q, kv, sparse_indices, scale) if return_max_logits else None
     return out, max_logits, lse_to_flashmla(lse_base2)
+
+
+# ---------------------------------------------------------------- dense paged MLA decode ------
+
+#: Width of a row of FlashMLA's tile_scheduler_metadata (its TileSchedulerMetaDataSize).
+_TILE_SCHEDULER_METADATA_SIZE = 8
+#: FlashMLA's query rows per tile, with which it sizes num_sm_parts.
+_FLASHMLA_BLOCK_M = 64
+
+
+def _sm_count(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _not_served(name: str, what: str) -> NotImplementedError:
+    return NotImplementedError(f"{name}: {what} is not served by mlakit.compat's dense MLA decode "
+                               f"(bf16 cache, dense attention only)")
+
+
+def get_mla_metadata(cache_seqlens=None, num_q_tokens_per_head_k=None, num_heads_k=None,
+                     num_heads_q=None, is_fp8_kvcache=False, topk=None):
+    """FlashMLA's ``get_mla_metadata``: a placeholder of its shapes, which mlakit never reads.
+
+    mlakit's kernel schedules its work itself (a persistent split-KV grid), so there is no
+    metadata to compute; the values returned exist so that code written for FlashMLA (which
+    keeps them, copies them into CUDA-graph buffers, passes them back) runs unchanged.
+
+    Args (FlashMLA's, up to its 2025 releases):
+        cache_seqlens: int32 [b] CUDA tensor.
+        num_q_tokens_per_head_k: s_q * h_q // h_k.
+        num_heads_k: h_k; MLA has one KV head, so only 1 is served.
+        num_heads_q, is_fp8_kvcache, topk: as in FlashMLA; an fp8 cache or a topk (sparse
+            attention) raises NotImplementedError.
+
+    Returns:
+        ``(tile_scheduler_metadata, num_splits)``: int32 zeros [num_sm_parts, 8] and int32
+        ``arange(b + 1)`` (one split per request) on the device of ``cache_seqlens``, where
+        num_sm_parts = max(sm_count // h_k // ceil(num_q_tokens_per_head_k / 64), 1) as in
+        FlashMLA, so that buffers sized for FlashMLA's fit. Called without arguments (FlashMLA's
+        2026 interface), ``(int32 [0, 8] CPU tensor, None)``.
+    """
+    if is_fp8_kvcache:
+        raise _not_served("is_fp8_kvcache", "an fp8 cache")
+    if topk is not None:
+        raise _not_served("topk", "sparse attention")
+    if cache_seqlens is None:
+        return torch.empty((0, _TILE_SCHEDULER_METADATA_SIZE), dtype=torch.int32), None
+    for name, value in (("num_q_tokens_per_head_k", num_q_tokens_per_head_k),
+                        ("num_heads_k", num_heads_k)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
+        if value < 1:
+            raise ValueError(f"{name}: expected a positive int, got {value}")
+    if num_heads_k != 1:
+        raise NotImplementedError(f"num_heads_k: expected 1 (MLA shares one latent per token), "
+                                  f"got {num_heads_k}")
+    _expect_tensor(cache_seqlens, "cache_seqlens", torch.int32, 1, "[batch]")
+    if not cache_seqlens.is_cuda:
+        raise ValueError(f"cache_seqlens: expected a CUDA tensor, got a tensor on "
+                         f"{cache_seqlens.device}")
+    tiles = -(-num_q_tokens_per_head_k // _FLASHMLA_BLOCK_M)
+    num_sm_parts = max(_sm_count(cache_seqlens.device) // num_heads_k // tiles, 1)
+    device = cache_seqlens.device
+    return (torch.zeros((num_sm_parts, _TILE_SCHEDULER_METADATA_SIZE), dtype=torch.int32,
+                        device=device),
+            torch.arange(cache_seqlens.shape[0] + 1, dtype=torch.int32, device=device))
+
+
+def check_kvcache_arguments(q, k_cache, head_dim_v, is_fp8_kvcache=False, **sparse) -> None:
+    """Raises what FlashMLA's checks of ``flash_mla_with_kvcache`` raise about, with mlakit's
+    error types, for q, k_cache, head_dim_v and the arguments of FlashMLA's sparse mode
+    (``sparse``: name -> value, each must be None). Reads metadata only; block_table and
+    cache_seqlens are checked by mlakit.mla_decode under their own names."""
+    if is_fp8_kvcache:
+        raise _not_served("is_fp8_kvcache", "an fp8 cache")
+    for name, value in sparse.items():
+        if value is not None:
+            raise _not_served(name, "sparse attention (indices, attn_sink, extra_k_cache, "
+                                    "topk_length, ...)")
+    if isinstance(q, torch.Tensor) and q.dtype == torch.float16:
+        raise NotImplementedError("q: float16 is not served; mlakit's MLA kernels take bfloat16")
+    _expect_tensor(q, "q", torch.bfloat16, 4, "[batch, seq_q, num_heads_q, 576]")
+    _expect_tensor(k_cache, "k_cache", torch.bfloat16, 4,
+                   "[num_pages, page_size, num_heads_k, 576]")
+    if q.shape[-1] != _D_QK:
+        raise ValueError(f"q: expected head_dim 576 (512 latent + 64 rope), got shape "
+                         f"{list(q.shape)}")
+    if k_cache.shape[2] != 1:
+        raise NotImplementedError(f"k_cache: expected num_heads_k = 1 (MLA shares one latent per "
+                                  f"token), got shape {list(k_cache.shape)}")
+    if k_cache.shape[3] != _D_QK:
+        raise ValueError(f"k_cache: expected head_dim 576 (that of q), got shape "
+                         f"{list(k_cache.shape)}")
+    if head_dim_v != _D_CKV:
+        raise ValueError(f"head_dim_v: expected 512 (the latent width; FlashMLA supports only 512 "
+                         f"too), got {head_dim_v}")
+
+
+def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
+                           tile_scheduler_metadata, num_splits=None, softmax_scale=None,
+                           causal=False, is_fp8_kvcache=False, indices=None, attn_sink=None,
+                           extra_k_cache=None, extra_indices_in_kvcache=None, topk_length=None,
+                           extra_topk_length=None):
+    """FlashMLA's dense paged decode on mlakit's kernel (``mlakit.mla_decode``).
+
+    Args:
+        q: bf16 [b, s_q, h_q, 576] (512 latent then 64 rope).
+        k_cache: bf16 [num_pages, page_size, 1, 576], the combined paged cache.
+        block_table: int32 [b, max_pages].
+        cache_seqlens: int32 [b].
+        head_dim_v: must be 512.
+        tile_scheduler_metadata, num_splits: accepted and never read (see get_mla_metadata).
+        softmax_scale: default 1 / sqrt(576), as in FlashMLA.
+        causal: with s_q > 1, query i of a request sees its first n - (s_q - 1 - i) rows.
+        is_fp8_kvcache, indices, attn_sink, extra_k_cache, extra_indices_in_kvcache,
+            topk_length, extra_topk_length: FlashMLA's fp8 and sparse modes; anything but
+            their defaults raises NotImplementedError.
+
+    Returns:
+        ``(out, lse)``: out bf16 [b, s_q, h_q, 512]; lse fp32 [b, h_q, s_q] contiguous, natural
+        log, +inf for a query that sees no row. Work runs on the current CUDA stream.
+
+    Raises:
+        TypeError, ValueError: arguments FlashMLA would reject too (the message names the
+            argument; layout errors name mlakit.mla_decode's views: ``q_nope`` is q,
+            ``ckv_cache`` is ``k_cache[:, :, 0]``); NotImplementedError: valid for FlashMLA, not
+            served by mlakit (fp16, fp8 cache, sparse mode, num_heads_k > 1, and what
+            mlakit.mla_decode does not serve: head counts, page sizes).
+    """
+    check_kvcache_arguments(q, k_cache, head_dim_v, is_fp8_kvcache, indices=indices,
+                            attn_sink=attn_sink, extra_k_cache=extra_k_cache,
+                            extra_indices_in_kvcache=extra_indices_in_kvcache,
+                            topk_length=topk_length, extra_topk_length=extra_topk_length)
+    scale = _D_QK ** -0.5 if softmax_scale is None else float(softmax_scale)
+    out, lse_base2 = mla_decode(q, None, k_cache.select(2, 0), None, block_table, cache_seqlens,
+                                scale, causal=bool(causal))
+    return out, lse_to_flashmla(lse_base2.transpose(1, 2)).contiguous()

@@ -12,32 +12,65 @@ namespace {
 
 // ---- plans ------------------------------------------------------------------------------------
 
-// Shapes in a process are few (T varies by batch); past this many something generates shapes
+// Shapes in a process are few (T or b varies by batch); past this many something generates shapes
 // without bound, and forgetting them all is cheaper than tracking recency.
 constexpr size_t kMaxPlans = 4096;
 
-// Plans per device, keyed by the problem (its == and std::hash cover every field). Heap objects
-// that are never destroyed: at process exit nothing is left to free into a framework or a CUDA
-// context that may already be gone (the atexit hook empties them earlier).
-using PlanMap = std::unordered_map<DsaProblem, std::shared_ptr<const DsaPlan>>;
-std::vector<PlanMap>& plans() {
-  static auto* maps = new std::vector<PlanMap>();
-  return *maps;
-}
-size_t plan_count() {
-  size_t n = 0;
-  for (const PlanMap& m : plans()) n += m.size();
-  return n;
-}
-// The previous call's plan: most loops repeat one shape.
-struct LastPlan {
-  DsaProblem problem;
-  int device = -1;
-  std::shared_ptr<const DsaPlan> plan;
+// One op's plans per device, keyed by the problem (its == and std::hash cover every field), and
+// the previous call's plan in front: most loops repeat one shape.
+template <class Problem, class PlanType>
+class PlanCache {
+ public:
+  // `plan_function(problem, device, &plan)` plans on a miss; its error is raised.
+  template <class PlanFunction>
+  std::shared_ptr<const PlanType> get(const Problem& p, int device, PlanFunction plan_function) {
+    if (last_.plan && last_.device == device && last_.problem == p) return last_.plan;
+    if (device < 0)
+      raise(PyExc_ValueError, "device: expected a CUDA device index, got " + std::to_string(device));
+    if (size_t(device) >= maps_.size()) maps_.resize(size_t(device) + 1);
+    Map& map = maps_[size_t(device)];
+    auto it = map.find(p);
+    if (it == map.end()) {
+      auto plan = std::make_shared<PlanType>();
+      if (Status s = plan_function(p, device, plan.get()); !s) raise_status(s);
+      if (size() >= kMaxPlans) clear();
+      it = maps_[size_t(device)].emplace(p, std::move(plan)).first;
+    }
+    last_ = Last{p, device, it->second};
+    return last_.plan;
+  }
+
+  size_t size() const {
+    size_t n = 0;
+    for (const Map& m : maps_) n += m.size();
+    return n;
+  }
+
+  void clear() {
+    for (Map& m : maps_) m.clear();
+    last_ = Last{};
+  }
+
+ private:
+  using Map = std::unordered_map<Problem, std::shared_ptr<const PlanType>>;
+  struct Last {
+    Problem problem{};
+    int device = -1;
+    std::shared_ptr<const PlanType> plan;
+  };
+  std::vector<Map> maps_;
+  Last last_;
 };
-LastPlan& last_plan() {
-  static auto* last = new LastPlan();
-  return *last;
+
+// Heap objects that are never destroyed: at process exit nothing is left to free into a framework
+// or a CUDA context that may already be gone (the atexit hook empties them earlier).
+PlanCache<DsaProblem, DsaPlan>& dsa_plans() {
+  static auto* cache = new PlanCache<DsaProblem, DsaPlan>();
+  return *cache;
+}
+PlanCache<MlaProblem, MlaPlan>& mla_plans() {
+  static auto* cache = new PlanCache<MlaProblem, MlaPlan>();
+  return *cache;
 }
 
 // ---- allocation ------------------------------------------------------------------------------
@@ -101,13 +134,14 @@ nb::object python_allocate(std::initializer_list<int64_t> shape, dl::DataType dt
 // ---- workspaces ------------------------------------------------------------------------------
 
 struct WorkspaceSlot {
+  WorkspaceOp op;
   int device;
   cudaStream_t stream;
   std::shared_ptr<DeviceBuffer> buffer;
   uint64_t last_use;
 };
 
-// Streams that run calls are few; past this many the least recently used pair's buffer is freed
+// Streams that run calls are few; past this many the least recently used triple's buffer is freed
 // (stream-ordered on its own stream, so in-flight work on it is safe).
 constexpr size_t kMaxWorkspaces = 8;
 // Growth granularity: a T that creeps upward reallocates once per 2 MiB, not once per token.
@@ -119,9 +153,9 @@ std::vector<WorkspaceSlot>& workspaces() {
 }
 uint64_t g_use_clock = 0;
 
-WorkspaceSlot* find_slot(int device, cudaStream_t stream) {
+WorkspaceSlot* find_slot(WorkspaceOp op, int device, cudaStream_t stream) {
   for (WorkspaceSlot& s : workspaces())
-    if (s.device == device && s.stream == stream) return &s;
+    if (s.op == op && s.device == device && s.stream == stream) return &s;
   return nullptr;
 }
 
@@ -132,23 +166,19 @@ size_t round_up(size_t bytes) {
 }  // namespace
 
 std::shared_ptr<const DsaPlan> cached_plan(const DsaProblem& p, int device) {
-  LastPlan& last = last_plan();
-  if (last.plan && last.device == device && last.problem == p) return last.plan;
-  if (device < 0) raise(PyExc_ValueError, "device: expected a CUDA device index, got " + std::to_string(device));
-  if (size_t(device) >= plans().size()) plans().resize(size_t(device) + 1);
-  PlanMap& map = plans()[size_t(device)];
-  auto it = map.find(p);
-  if (it == map.end()) {
+  return dsa_plans().get(p, device, [](const DsaProblem& problem, int dev, DsaPlan* plan) {
     DsaPlanOptions options;
-    options.device = device;
-    auto plan = std::make_shared<DsaPlan>();
-    if (Status s = dsa_plan(p, options, plan.get()); !s) raise_status(s);
-    if (plan_count() >= kMaxPlans)
-      for (PlanMap& m : plans()) m.clear();
-    it = map.emplace(p, std::move(plan)).first;
-  }
-  last = LastPlan{p, device, it->second};
-  return last.plan;
+    options.device = dev;
+    return dsa_plan(problem, options, plan);
+  });
+}
+
+std::shared_ptr<const MlaPlan> cached_plan(const MlaProblem& p, int device) {
+  return mla_plans().get(p, device, [](const MlaProblem& problem, int dev, MlaPlan* plan) {
+    MlaPlanOptions options;
+    options.device = dev;
+    return mla_plan(problem, options, plan);
+  });
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
@@ -203,11 +233,11 @@ nb::object new_tensor(const dl::ExchangeApi* api, std::initializer_list<int64_t>
   return nb::steal(static_cast<PyObject*>(object));
 }
 
-std::shared_ptr<DeviceBuffer> workspace_for(const dl::ExchangeApi* api, int device,
+std::shared_ptr<DeviceBuffer> workspace_for(WorkspaceOp op, const dl::ExchangeApi* api, int device,
                                             cudaStream_t stream, size_t bytes, bool capturing) {
   if (bytes == 0) return nullptr;
   // Workspaces start zeroed (stream-ordered, so also inside a capture, where the graph then zeroes
-  // its own workspace on every replay): dsa_run's contract.
+  // its own workspace on every replay): the contract of dsa_run and mla_run.
   const auto zeroed = [stream](std::shared_ptr<DeviceBuffer> b) {
     if (cudaError_t e = cudaMemsetAsync(b->data(), 0, b->bytes(), stream); e != cudaSuccess) {
       cudaGetLastError();
@@ -217,7 +247,7 @@ std::shared_ptr<DeviceBuffer> workspace_for(const dl::ExchangeApi* api, int devi
   };
   if (capturing) return zeroed(std::make_shared<DeviceBuffer>(DeviceBuffer::allocate(api, bytes, device)));
   const uint64_t now = ++g_use_clock;
-  if (WorkspaceSlot* slot = find_slot(device, stream)) {
+  if (WorkspaceSlot* slot = find_slot(op, device, stream)) {
     slot->last_use = now;
     if (slot->buffer->bytes() >= bytes) return slot->buffer;
     // Too small: drop it first, so the caching allocator may hand its memory back, grown.
@@ -226,7 +256,7 @@ std::shared_ptr<DeviceBuffer> workspace_for(const dl::ExchangeApi* api, int devi
   }
   auto fresh = zeroed(std::make_shared<DeviceBuffer>(DeviceBuffer::allocate(api, round_up(bytes), device)));
   // The allocation may have run Python (and other threads): look the slot up again.
-  if (WorkspaceSlot* slot = find_slot(device, stream)) {
+  if (WorkspaceSlot* slot = find_slot(op, device, stream)) {
     if (slot->buffer->bytes() < fresh->bytes()) slot->buffer = fresh;
     slot->last_use = now;
     return slot->buffer;
@@ -238,7 +268,7 @@ std::shared_ptr<DeviceBuffer> workspace_for(const dl::ExchangeApi* api, int devi
       if (slots[i].last_use < slots[oldest].last_use) oldest = i;
     slots.erase(slots.begin() + std::ptrdiff_t(oldest));
   }
-  slots.push_back(WorkspaceSlot{device, stream, fresh, now});
+  slots.push_back(WorkspaceSlot{op, device, stream, fresh, now});
   return fresh;
 }
 
@@ -248,13 +278,13 @@ void set_python_allocator(nb::handle allocator) {
 
 void release_caches() {
   workspaces().clear();
-  plans().clear();
-  last_plan() = LastPlan{};
+  dsa_plans().clear();
+  mla_plans().clear();
 }
 
 CacheStats cache_stats() {
   CacheStats s;
-  s.plans = plan_count();
+  s.plans = dsa_plans().size() + mla_plans().size();
   s.workspaces = workspaces().size();
   for (const WorkspaceSlot& slot : workspaces()) s.workspace_bytes += slot.buffer->bytes();
   return s;

@@ -1,5 +1,5 @@
 // What the binding keeps between calls so that a call costs a lookup, not a plan or an
-// allocation: plans per (problem, device), and workspaces per (device, stream). New tensors
+// allocation: plans per (problem, device), and workspaces per (op, device, stream). New tensors
 // (outputs, workspaces) come from the inputs' own framework: its DLPack allocator when it
 // publishes the exchange API, else the Python allocator mlakit's torch integration registers.
 //
@@ -21,12 +21,19 @@
 #include <cuda_runtime_api.h>
 
 #include "mlakit/dsa.h"
+#include "mlakit/mla.h"
 #include "tensor_arg.h"
 
 namespace mlakit::python {
 
-// The plan of `problem` on `device` (dsa_plan on first use). Raises the mapped Status error.
+// The plan of `problem` on `device` (dsa_plan / mla_plan on first use). Raises the mapped Status
+// error.
 std::shared_ptr<const DsaPlan> cached_plan(const DsaProblem& problem, int device);
+std::shared_ptr<const MlaPlan> cached_plan(const MlaProblem& problem, int device);
+
+// Whose workspace: each op keeps its own per (device, stream), so that one op's partial results
+// never land where another op's kernel keeps its counters.
+enum class WorkspaceOp { kDsa, kMla };
 
 // A device buffer and what keeps it alive: a managed DLPack tensor (exchange route) or a Python
 // tensor (registered allocator).
@@ -58,11 +65,11 @@ class DeviceBuffer {
 nb::object new_tensor(const dl::ExchangeApi* api, std::initializer_list<int64_t> shape,
                       dl::DataType dtype, int device, const char* name);
 
-// The workspace for one call of `bytes` on (device, stream); the caller holds it until the
-// launch is enqueued. Outside a capture, the cached buffer of that pair (grown when too small;
-// past a few pairs the least recently used is dropped); while `capturing`, a fresh buffer that
-// nothing else holds. Null when `bytes` is 0.
-std::shared_ptr<DeviceBuffer> workspace_for(const dl::ExchangeApi* api, int device,
+// The workspace of `op` for one call of `bytes` on (device, stream); the caller holds it until
+// the launch is enqueued. Outside a capture, the cached buffer of that triple (grown when too
+// small; past a few triples the least recently used is dropped); while `capturing`, a fresh
+// buffer that nothing else holds. Null when `bytes` is 0.
+std::shared_ptr<DeviceBuffer> workspace_for(WorkspaceOp op, const dl::ExchangeApi* api, int device,
                                             cudaStream_t stream, size_t bytes, bool capturing);
 
 // Python callable (shape: tuple, dtype: str, device: int) -> tensor, used when the inputs'

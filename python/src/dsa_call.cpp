@@ -1,14 +1,12 @@
 #include "dsa_call.h"
 
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
 #include <cuda_runtime_api.h>
 #include <nanobind/stl/string.h>
 
-#include "base/cuda_status.h"
+#include "call_args.h"
 #include "caches.h"
 #include "mlakit/dsa.h"
 #include "py_errors.h"
@@ -18,74 +16,16 @@
 namespace mlakit::python {
 namespace {
 
-constexpr dl::DataType kBf16{dl::kBfloat, 16, 1};
-constexpr dl::DataType kInt32{dl::kInt, 32, 1};
-constexpr dl::DataType kFloat32{dl::kFloat, 32, 1};
-
-
-bool same_dtype(dl::DataType a, dl::DataType b) {
-  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
-}
-
-std::string py_type_name(nb::handle obj) { return Py_TYPE(obj.ptr())->tp_name; }
-
-// ---- per-argument checks, in the order the call applies them --------------------------------
-// dtype and shape first, then strides and alignment (the C++ API's rules, runtime/dsa/layout.h),
-// the device last: everything but the device reads only metadata, so the same checks (and tests)
-// hold for tensors of any device.
-
-void import_tensor(TensorArg& t, const char* name, nb::handle obj) {
-  std::string why;
-  if (t.import(obj, &why)) return;
-  std::string msg = std::string(name) + ": expected a tensor (torch.Tensor or a DLPack producer), "
-                                        "got " + py_type_name(obj);
-  if (!why.empty()) msg += " that could not be read through DLPack (" + why + ")";
-  raise(PyExc_TypeError, msg);
-}
-
-void expect_dtype(const TensorArg& t, const char* name, dl::DataType want) {
-  if (!same_dtype(t.view().dtype, want))
-    raise(PyExc_TypeError, std::string(name) + ": expected dtype " + dtype_name(want) + ", got " +
-                               dtype_name(t.view().dtype));
-}
-
-void expect_ndim(const TensorArg& t, const char* name, int ndim, const char* dims) {
-  if (t.ndim() != ndim)
-    raise(PyExc_ValueError, std::string(name) + ": expected " + std::to_string(ndim) +
-                                " dimensions " + dims + ", got shape " + shape_string(t));
-}
-
-// `want` holds -1 for dimensions that any size matches; `why` says where the sizes come from.
-void expect_shape(const TensorArg& t, const char* name, std::initializer_list<int64_t> want,
-                  const char* why) {
-  int i = 0;
-  bool ok = true;
-  for (int64_t w : want) {
-    ok &= w < 0 || t.size(i) == w;
-    ++i;
-  }
-  if (ok) return;
-  std::string expected = "[";
-  i = 0;
-  for (int64_t w : want)
-    expected += (i++ > 0 ? ", " : "") + (w >= 0 ? std::to_string(w) : std::string("*"));
-  raise(PyExc_ValueError, std::string(name) + ": expected shape " + expected + "] (" + why +
-                              "), got " + shape_string(t));
-}
-
-// The stride the kernel uses for dimension i: 0 (= "contiguous", never used) for a dimension of
-// one element, whose stride producers report as anything.
-int64_t used_stride(const TensorArg& t, int i) { return t.size(i) > 1 ? t.stride(i) : 0; }
+// ---- DSA's layout rules (runtime/dsa/layout.h) on DLPack metadata ---------------------------
+// dtype and shape come first, then strides and alignment, the device last (call_args.h): all
+// but the device check read only metadata, so the same checks (and tests) hold for tensors of
+// any device.
 
 // Innermost dimension contiguous; every outer stride positive and a whole number of 16-byte rows.
 void expect_row_layout(const TensorArg& t, const char* name) {
-  const int last = t.ndim() - 1;
-  if (used_stride(t, last) > 1 || used_stride(t, last) < 0)
-    raise(PyExc_ValueError, std::string(name) + ": the last dimension must be contiguous (stride 1), "
-                                                "got strides " + strides_string(t) +
-                                " for shape " + shape_string(t) + "; call .contiguous()");
+  expect_contiguous_last_dim(t, name);
   const int64_t elem = t.view().dtype.bits / 8;
-  for (int i = 0; i < last; ++i)
+  for (int i = 0; i < t.ndim() - 1; ++i)
     if (t.size(i) > 1 && !dsa_layout::whole_rows(used_stride(t, i), elem))
       raise(PyExc_ValueError,
             std::string(name) + ": strides " + strides_string(t) + " (elements) for shape " +
@@ -94,26 +34,10 @@ void expect_row_layout(const TensorArg& t, const char* name) {
                 " elements (16-byte rows); call .contiguous()");
 }
 
-// Row-major without gaps (outputs).
-void expect_contiguous(const TensorArg& t, const char* name) {
-  int64_t step = 1;
-  for (int i = t.ndim() - 1; i >= 0; --i) {
-    if (t.size(i) > 1 && t.stride(i) != step)
-      raise(PyExc_ValueError, std::string(name) + ": expected a contiguous tensor, got strides " +
-                                  strides_string(t) + " for shape " + shape_string(t));
-    step *= t.size(i);
-  }
-}
-
 void expect_aligned(const TensorArg& t, const char* name) {
-  if (!dsa_layout::aligned(t.data())) {
-    const auto address = reinterpret_cast<uintptr_t>(t.data());
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(address));
-    raise(PyExc_ValueError, std::string(name) + ": data pointer " + hex +
-                                " is not 16-byte aligned (rows are copied 16 bytes at a time); "
-                                "a view starting mid-row? call .clone()");
-  }
+  if (!dsa_layout::aligned(t.data()))
+    raise_misaligned(t, name, int(dsa_layout::kRowAlignBytes),
+                     "(rows are copied 16 bytes at a time); a view starting mid-row? call .clone()");
 }
 
 // The slot stride of a [num_pages, page_size, D] cache: slots must be evenly spaced across
@@ -125,94 +49,6 @@ int64_t slot_stride(const TensorArg& t, const char* name) {
                                                 "(stride[0] == page_size * stride[1]), got strides " +
                                 strides_string(t) + " for shape " + shape_string(t));
   return page_size > 1 ? used_stride(t, 1) : used_stride(t, 0);
-}
-
-void expect_cuda(const TensorArg& t, const char* name) {
-  if (t.view().device.device_type != dl::kCUDA)
-    raise(PyExc_ValueError, std::string(name) + ": expected a CUDA tensor, got a tensor on " +
-                                device_name(t.view().device));
-}
-
-// Every tensor after q_nope must sit on q_nope's device; the message names that device.
-void expect_device(const TensorArg& t, const char* name, int device) {
-  if (t.view().device.device_type != dl::kCUDA || t.view().device.device_id != device)
-    raise(PyExc_ValueError, std::string(name) + ": expected a tensor on cuda:" +
-                                std::to_string(device) + " (the device of q_nope), got " +
-                                device_name(t.view().device));
-}
-
-double read_scale(nb::handle obj) {
-  double v;
-  if (PyFloat_CheckExact(obj.ptr())) {
-    v = PyFloat_AS_DOUBLE(obj.ptr());
-  } else {
-    v = PyBool_Check(obj.ptr()) ? -1.0 : PyFloat_AsDouble(obj.ptr());
-    if (PyBool_Check(obj.ptr()) || (v == -1.0 && PyErr_Occurred())) {
-      PyErr_Clear();
-      raise(PyExc_TypeError, "sm_scale: expected a float, got " + py_type_name(obj));
-    }
-  }
-  if (!std::isfinite(float(v)))
-    raise(PyExc_ValueError, "sm_scale: expected a finite float32 value, got " + std::to_string(v));
-  return v;
-}
-
-// ---- stream, device, capture -----------------------------------------------------------------
-
-cudaStream_t resolve_stream(nb::handle stream, const dl::ExchangeApi* api, int device) {
-  if (!stream.is_none()) {
-    if (!PyLong_Check(stream.ptr()))
-      raise(PyExc_TypeError, "stream: expected None or an int (a cudaStream_t), got " +
-                                 py_type_name(stream));
-    void* handle = PyLong_AsVoidPtr(stream.ptr());
-    if (handle == nullptr && PyErr_Occurred()) {
-      PyErr_Clear();
-      raise(PyExc_ValueError, "stream: not a pointer-sized int");
-    }
-    return static_cast<cudaStream_t>(handle);
-  }
-  if (api == nullptr || api->current_work_stream == nullptr)
-    raise(PyExc_ValueError,
-          "stream: the inputs' framework publishes no current stream (DLPack exchange API); pass "
-          "the stream explicitly");
-  void* current = nullptr;
-  if (api->current_work_stream(dl::kCUDA, device, &current) != 0)
-    raise(PyExc_RuntimeError, "stream: the framework could not report its current stream: " +
-                                  take_python_error());
-  return static_cast<cudaStream_t>(current);
-}
-
-[[noreturn]] void raise_cuda(const char* what, cudaError_t e) {
-  cudaGetLastError();  // a failed query is not a sticky error; leave no trace for the next call
-  raise(PyExc_RuntimeError, cuda_status(e, what).message());
-}
-
-// Makes `device` current for the launch (kernels go to the current device's context) and puts
-// the previous one back.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    int current = -1;
-    if (cudaError_t e = cudaGetDevice(&current); e != cudaSuccess) raise_cuda("cudaGetDevice", e);
-    if (current == device) return;
-    if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) raise_cuda("cudaSetDevice", e);
-    previous_ = current;
-  }
-  ~DeviceGuard() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = -1;
-};
-
-bool is_capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaError_t e = cudaStreamIsCapturing(stream, &status); e != cudaSuccess)
-    raise_cuda("cudaStreamIsCapturing", e);
-  return status != cudaStreamCaptureStatusNone;
 }
 
 // The tensors of one call, read from Python and checked in the order the contract states.
@@ -286,12 +122,12 @@ void check_layout_and_devices(DsaArgs& a) {
   if (a.have_lse) expect_aligned(a.lse, "lse");
   expect_cuda(a.q_nope, "q_nope");
   a.device = a.q_nope.view().device.device_id;
-  expect_device(a.q_pe, "q_pe", a.device);
-  expect_device(a.ckv, "ckv_cache", a.device);
-  expect_device(a.kpe, "kpe_cache", a.device);
-  expect_device(a.indices, "sparse_indices", a.device);
-  if (a.have_out) expect_device(a.out, "out", a.device);
-  if (a.have_lse) expect_device(a.lse, "lse", a.device);
+  expect_device(a.q_pe, "q_pe", a.device, "q_nope");
+  expect_device(a.ckv, "ckv_cache", a.device, "q_nope");
+  expect_device(a.kpe, "kpe_cache", a.device, "q_nope");
+  expect_device(a.indices, "sparse_indices", a.device, "q_nope");
+  if (a.have_out) expect_device(a.out, "out", a.device, "q_nope");
+  if (a.have_lse) expect_device(a.lse, "lse", a.device, "q_nope");
 }
 
 // Everything the plan needs is known: fail on an unsupported problem before allocating.
@@ -364,7 +200,8 @@ nb::tuple dsa_sparse_attention(nb::handle q_nope_obj, nb::handle q_pe_obj, nb::h
   const size_t workspace_bytes = plan->workspace_bytes();
   const std::shared_ptr<DeviceBuffer> workspace =
       workspace_bytes == 0 ? nullptr
-                           : workspace_for(api, a.device, stream, workspace_bytes, is_capturing(stream));
+                           : workspace_for(WorkspaceOp::kDsa, api, a.device, stream, workspace_bytes,
+                                          is_capturing(stream));
   if (Status s = dsa_run(*plan, tensors_of(a), workspace ? workspace->data() : nullptr,
                          workspace ? workspace->bytes() : 0, stream);
       !s)

@@ -5,13 +5,15 @@
 
 #include "caches.h"
 #include "dsa_call.h"
+#include "mla_call.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 namespace py = mlakit::python;
 
 NB_MODULE(_C, m) {
-  m.doc() = "mlakit's compiled entry points (DeepSeek-V3.2 sparse attention decode on Hopper).";
+  m.doc() = "mlakit's compiled entry points (DeepSeek-V3.2 sparse attention and dense paged MLA "
+            "decode on Hopper).";
   m.attr("__version__") = MLAKIT_VERSION;
   m.attr("cuda_runtime_version") = CUDART_VERSION;
 
@@ -28,6 +30,20 @@ NB_MODULE(_C, m) {
   m.def("plan_info", &py::plan_info, "num_tokens"_a, "num_pages"_a, "page_size"_a = 64,
         "topk"_a = 2048, "device"_a = -1, "num_heads"_a = 16, "head_dim_ckv"_a = 512,
         "head_dim_kpe"_a = 64, "The plan a call of this shape would use (kernel, tiling, workspace).");
+  m.def("mla_decode", &py::mla_decode, "q_nope"_a.none(), "q_pe"_a.none(), "ckv_cache"_a.none(),
+        "kpe_cache"_a.none(), "block_table"_a.none(), "cache_seqlens"_a.none(), "sm_scale"_a.none(),
+        "causal"_a.none() = false, "out"_a.none() = nb::none(), "lse"_a.none() = nb::none(),
+        "stream"_a.none() = nb::none(),
+        "Runs dense paged MLA decode; returns (out, lse), allocating whichever is None.\n"
+        "q_pe None: q_nope is the combined [b, s_q, h, 576] query; kpe_cache None: ckv_cache is the\n"
+        "combined [num_pages, page_size, 576] cache. stream: None = the inputs' framework's current\n"
+        "stream, else a cudaStream_t as int.");
+  m.def("mla_check_inputs", &py::mla_check_inputs, "block_table"_a.none(), "cache_seqlens"_a.none(),
+        "ckv_cache"_a.none(), "stream"_a.none() = nb::none(),
+        "Raises ValueError for a seqlen or a used page id outside the cache. Synchronizes.");
+  m.def("mla_plan_info", &py::mla_plan_info, "batch"_a, "seq_q"_a, "num_heads"_a, "num_pages"_a,
+        "page_size"_a, "max_pages"_a, "causal"_a = false, "device"_a = -1, "head_dim_ckv"_a = 512,
+        "head_dim_kpe"_a = 64, "The plan an mla_decode call of this shape would use.");
   m.def("describe_tensor", &py::describe_tensor, "tensor"_a.none(),
         "The DLPack view the binding reads of a tensor (route, dtype, shape, strides, device).");
   m.def("set_allocator", &py::set_python_allocator, "allocator"_a.none(),

@@ -127,6 +127,20 @@ bool TensorArg::import(nb::handle obj, std::string* why) {
   return true;
 }
 
+void TensorArg::slice_last_dim(const TensorArg& whole, int64_t begin, int64_t width) {
+  const int n = whole.ndim();
+  view_ = whole.view_;
+  for (int i = 0; i < n; ++i) {
+    slice_shape_[i] = whole.size(i);
+    compact_strides_[i] = whole.stride(i);
+  }
+  slice_shape_[n - 1] = width;
+  view_.shape = slice_shape_;
+  view_.strides = compact_strides_;
+  view_.data = static_cast<char*>(whole.data()) + begin * whole.stride(n - 1) * (whole.view_.dtype.bits / 8);
+  route_ = whole.route_;
+}
+
 std::string dtype_name(const dl::DataType& t) {
   if (t.lanes == 1) {
     switch (t.code) {

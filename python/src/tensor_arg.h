@@ -90,6 +90,12 @@ class TensorArg {
   // empty when `obj` is simply no tensor); no Python error is left set either way.
   bool import(nb::handle obj, std::string* why);
 
+  // Makes this the view `whole[..., begin:begin + width]` (same strides, no copy): how the
+  // engines' combined 576-wide q and cache split into their 512-wide latent and 64-wide rope
+  // parts. `whole` (at most 8 dimensions) must outlive this view, and the slice must lie within
+  // its last dimension.
+  void slice_last_dim(const TensorArg& whole, int64_t begin, int64_t width);
+
   const dl::Tensor& view() const { return view_; }
   void* data() const { return view_.data; }
   int ndim() const { return view_.ndim; }
@@ -99,7 +105,8 @@ class TensorArg {
 
  private:
   dl::Tensor view_{};
-  int64_t compact_strides_[8] = {};  // filled when a producer leaves strides null
+  int64_t compact_strides_[8] = {};  // filled when a producer leaves strides null, or by a slice
+  int64_t slice_shape_[8] = {};      // a slice's shape
   nb::ndarray<nb::ro> keep_;          // owner on the __dlpack__ route
   dl::ManagedTensorVersioned* managed_ = nullptr;  // owner on the managed exchange route
   const char* route_ = "";
