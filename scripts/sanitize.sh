@@ -2,7 +2,8 @@
 # compute-sanitizer memcheck, racecheck, initcheck and synccheck over small shapes that cover every
 # code path of the DSA kernels (v1: split + merge kernel, fused epilogue, one stage; v2: rows split
 # and merged in-kernel, one CTA per row, every gather, both MMA paths; the gather floor; empty
-# rows, page size 1), then the binding's CUDA-graph tests (capture, replay on new inputs) under
+# rows, page size 1; mla_decode: split and merged requests, causal groups, page sizes, layouts),
+# then the binding's CUDA-graph tests (capture, replay on new inputs) under
 # memcheck and racecheck when PyTorch is there.
 set -uo pipefail
 BUILD=${1:-build}
@@ -19,6 +20,7 @@ fi
 V1=dsa_decode.v1_splitk.bf16
 V2=dsa_decode.v2_fused.bf16
 FLOOR=dsa_decode.floor_gather.bf16
+MLA=mla_decode.v1_paged.bf16
 shapes=(
   # v1_splitk: split + PDL merge, one stage, fused epilogue, empty rows, page size 1
   "$V1 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n64x2m4"
@@ -43,6 +45,14 @@ shapes=(
   # the gather floor (nothing to check: one timed call): ring and register kernels
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2"
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1g3"
+  # mla_decode v1_paged: requests split over few CTAs and merged; groups of causal s_q x head
+  # blocks; more CTAs than units (page size 16, separate tensors, mixed lengths); one request cut
+  # over 132 CTAs (several threads per merged chunk); every compiled pipe
+  "$MLA --b 3 --t 300 --tiling c8x4p2"
+  "$MLA --b 2 --t 2000 --s 2 --causal --heads 32 --tiling c16x3p1"
+  "$MLA --b 4 --t 100 --page-size 16 --separate --mixed --tiling c132x4p2"
+  "$MLA --b 1 --t 5000 --tiling c132x4p4"
+  "$MLA --b 5 --t 700 --s 4 --causal --heads 64 --tiling c64x4p1"
 )
 fail=0
 for tool in memcheck racecheck initcheck synccheck; do

@@ -28,7 +28,8 @@ constexpr int64_t kCombinedWidth = kLatentWidth + MlaProblem{}.head_dim_kpe;  //
 
 // Innermost dimension contiguous; every other stride (of a dimension of more than one element) a
 // positive whole number of 16-byte rows and at least the row width, so that no two rows overlap.
-// Any order of the outer dimensions passes.
+// The nesting of the outer dimensions is mla_run's check (runtime/mla/layout.h), which names the
+// stride.
 void expect_row_layout(const TensorArg& t, const char* name) {
   expect_contiguous_last_dim(t, name);
   const int64_t elem = t.view().dtype.bits / 8, width = t.size(t.ndim() - 1);

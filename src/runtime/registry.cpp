@@ -6,6 +6,7 @@
 #include "kernels/dsa_decode/floor_gather/entry.h"
 #include "kernels/dsa_decode/v1_splitk/entry.h"
 #include "kernels/dsa_decode/v2_fused/entry.h"
+#include "kernels/mla_decode/v1_paged/entry.h"
 
 namespace mlakit {
 
@@ -14,6 +15,7 @@ const std::vector<const KernelEntry*>& kernels() {
       &dsa_v1::entry(),
       &dsa_v2::entry(),
       &dsa_floor::entry(),
+      &mla_v1::entry(),
   };
   return table;
 }

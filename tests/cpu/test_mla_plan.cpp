@@ -303,5 +303,35 @@ TEST(MlaApi, PlanningNamesTheRegisteredKernels) {
   EXPECT_NE(mla_plan(bad, o, &plan).message().find("MlaProblem.seq_q"), std::string::npos);
 }
 
+
+// v1_paged's validation reasons on a known chip, without a GPU.
+TEST(MlaV1Paged, ValidationNamesTheRule) {
+  DeviceFacts h200;
+  ASSERT_TRUE(find_known_device("h200", &h200).is_ok());
+  MlaPlanOptions o;
+  o.device_facts = &h200;
+  o.kernel_key = "mla_decode.v1_paged.bf16";
+  MlaPlan plan;
+  ASSERT_TRUE(mla_plan(serving_problem(), o, &plan).is_ok());
+  EXPECT_EQ(plan.tiling().name(), "c132x4p2");
+  EXPECT_GT(plan.workspace_bytes(), size_t(4096));
+  const auto reason = [&](const char* tiling, MlaProblem p) {
+    MlaTiling t;
+    EXPECT_TRUE(MlaTiling::parse(tiling, &t).is_ok()) << tiling;
+    o.tiling = &t;
+    const Status s = mla_plan(p, o, &plan);
+    o.tiling = nullptr;
+    return s.message();
+  };
+  MlaProblem p = serving_problem();
+  EXPECT_NE(reason("c133x4p2", p).find("c (CTAs) must be in [1, 132]"), std::string::npos) << reason("c133x4p2", p);
+  EXPECT_NE(reason("c132x4p2g0", p).find("g (gather) must be 1"), std::string::npos);
+  EXPECT_NE(reason("c132x5p1", p).find("is not compiled; compiled: x3p1 x4p1 x4p2 x4p4"), std::string::npos);
+  p.seq_q = 4;
+  p.num_heads = 128;  // 32 groups of (query position, 16-head block)
+  EXPECT_NE(reason("c16x4p2", p).find("must be in [32, 132]"), std::string::npos) << reason("c16x4p2", p);
+  EXPECT_EQ(reason("c128x4p2", p), "");
+}
+
 }  // namespace
 }  // namespace mlakit

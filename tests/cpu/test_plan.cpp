@@ -368,7 +368,10 @@ TEST(Registry, TheDefaultIsTheHighestRankThatRunsTheShape) {
   EXPECT_EQ(default_kernel("dsa_decode", "bf16", 16), find_kernel("dsa_decode.v2_fused.bf16"));
   EXPECT_EQ(default_kernel("dsa_decode", "bf16", 64), nullptr);
   EXPECT_EQ(default_kernel("dsa_decode", "fp8", 16), nullptr);
-  EXPECT_EQ(default_kernel("mla_decode", "bf16", 16), nullptr);
+  for (int heads : {16, 32, 64, 128})
+    EXPECT_EQ(default_kernel("mla_decode", "bf16", heads), find_kernel("mla_decode.v1_paged.bf16")) << heads;
+  EXPECT_EQ(default_kernel("mla_decode", "bf16", 8), nullptr);
+  EXPECT_EQ(default_kernel("mla_decode", "fp8", 16), nullptr);
   EXPECT_EQ(kernels_of("dsa_decode").size(), 3u);
   for (const char* key : {"dsa_decode.v1_splitk.bf16", "dsa_decode.v2_fused.bf16", "dsa_decode.floor_gather.bf16"})
     EXPECT_NE(kernel_keys("dsa_decode").find(key), std::string::npos) << key;
