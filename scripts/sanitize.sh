@@ -21,6 +21,7 @@ V1=dsa_decode.v1_splitk.bf16
 V2=dsa_decode.v2_fused.bf16
 FLOOR=dsa_decode.floor_gather.bf16
 MLA=mla_decode.v1_paged.bf16
+MLA_FLOOR=mla_decode.floor_stream.bf16
 shapes=(
   # v1_splitk: split + PDL merge, one stage, fused epilogue, empty rows, page size 1
   "$V1 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n64x2m4"
@@ -53,12 +54,13 @@ shapes=(
   "$MLA --b 4 --t 100 --page-size 16 --separate --mixed --tiling c132x4p2"
   "$MLA --b 1 --t 5000 --tiling c132x4p4"
   "$MLA --b 5 --t 700 --s 4 --causal --heads 64 --tiling c64x4p1"
+  "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 32 --tiling c16x4p2"
 )
 fail=0
 for tool in memcheck racecheck initcheck synccheck; do
   for shape in "${shapes[@]}"; do
     case "$shape" in
-      "$FLOOR "*) how="--warmup 0 --iters 1" ;;  # nothing to check: one timed call
+      "$FLOOR "*|"$MLA_FLOOR "*) how="--warmup 0 --iters 1" ;;  # nothing to check: one timed call
       *) how="--check --no-time" ;;
     esac
     if MLAKIT_TIMER=events "$SAN" --tool "$tool" --error-exitcode 99 ./"$BUILD"/mlakit run $shape $how --no-floor \

@@ -16,6 +16,7 @@ const std::vector<const KernelEntry*>& kernels() {
       &dsa_v2::entry(),
       &dsa_floor::entry(),
       &mla_v1::entry(),
+      &mla_v1::floor_entry(),
   };
   return table;
 }

@@ -164,6 +164,34 @@ TEST(DsaFloor, RunsEveryWorkloadOfEverySuite) {
     }
 }
 
+// mla_decode's floor likewise: every workload of every mla suite launches and finishes.
+TEST(MlaFloor, RunsEveryWorkloadOfEverySuite) {
+  const KernelEntry* kernel = floor_kernel("mla_decode", "bf16", 16);
+  ASSERT_NE(kernel, nullptr);
+  REQUIRE_GPU_FOR(*kernel);
+  const OpBench* op = find_op_bench("mla_decode");
+  PlanTarget target;
+  ASSERT_TRUE(plan_target(*kernel, -1, &target).is_ok());
+  TimingConfig once;
+  once.warmup = 0;
+  once.iters = 1;
+  for (const std::string& name : op->suite_names()) {
+    std::unique_ptr<BenchSuite> suite;
+    ASSERT_TRUE(op->make_suite(name, fresh_seed(), &suite).is_ok());
+    const std::unique_ptr<BenchSession> session = suite->open_session(1);
+    for (size_t i = 0; i < suite->size(); ++i) {
+      SCOPED_TRACE(name + "/" + suite->info(i).name);
+      ASSERT_TRUE(session->prepare(i).is_ok());
+      BenchPlan plan;
+      const Status s = suite->plan(i, target, nullptr, &plan);
+      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      TimingResult t;
+      EXPECT_TRUE(session->time(plan, once, &t).is_ok());
+      EXPECT_GT(t.median_us, 0.0);
+    }
+  }
+}
+
 // A plan that is not the session's, or none, is refused before anything runs.
 TEST(DsaV1Plans, VerifyAndTimeTakeOnlyTheirWorkloadsPlan) {
   const KernelEntry* kernel = find_kernel("dsa_decode.v1_splitk.bf16");

@@ -24,8 +24,8 @@ Status reject(const MlaTiling& t, const std::string& why) {
 
 int groups_of(const MlaProblem& p) { return p.seq_q * (p.num_heads / kHeadBlock); }
 
-// Registers per thread of a pipe: the compiled kernel's on a live device (read once per pipe),
-// else the documented need.
+// Registers per thread of a pipe: the compiled kernel's on a live device (read once per pipe;
+// the attention kernel's, which bounds the floor's), else the documented need.
 int registers_needed(const MlaTiling& t, const DeviceFacts& dev) {
   if (!dev.live) return kDocumentedRegisters;
   static std::array<std::atomic<int>, std::size(kPipes)> known{};
@@ -33,7 +33,7 @@ int registers_needed(const MlaTiling& t, const DeviceFacts& dev) {
   while (kPipes[slot].stages != t.stages || kPipes[slot].producers != t.producers) ++slot;
   if (int regs = known[slot].load(std::memory_order_relaxed); regs > 0) return regs;
   cudaFuncAttributes attr;
-  if (kernel_attributes(Pipe{t.stages, t.producers}, &attr) != cudaSuccess || attr.numRegs <= 0) {
+  if (kernel_attributes(Pipe{t.stages, t.producers}, Work::kAttention, &attr) != cudaSuccess || attr.numRegs <= 0) {
     cudaGetLastError();  // no image for this device: not sticky, and the documented need holds
     return kDocumentedRegisters;
   }
@@ -79,15 +79,22 @@ Status check_tiling(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& 
   return Status::ok();
 }
 
+// kWork = kAttention: mla_decode.v1_paged.bf16; kStreamOnly: the op's gather floor,
+// mla_decode.floor_stream.bf16 (the same schedule, ring and hand-offs, no math, no output).
+template <Work kWork>
 class V1Paged final : public MlaKernel {
  public:
   const KernelInfo& info() const override {
-    static const KernelInfo k{"mla_decode.v1_paged.bf16", "mla_decode", "v1_paged", "bf16", {16, 32, 64, 128},
-                              /*rank=*/1,
-                              "one persistent launch: balanced split-KV from cache_seqlens on the GPU, "
-                              "bulk-copy page rows into a ring, 16-head mma.sync consumers, in-kernel merge",
-                              ArchRequirement{9, 0, true}};
-    return k;
+    static const KernelInfo attention{"mla_decode.v1_paged.bf16", "mla_decode", "v1_paged", "bf16",
+                                      {16, 32, 64, 128}, /*rank=*/1,
+                                      "one persistent launch: balanced split-KV from cache_seqlens on the GPU, "
+                                      "bulk-copy page rows into a ring, 16-head mma.sync consumers, in-kernel merge",
+                                      ArchRequirement{9, 0, true}};
+    static const KernelInfo floor{"mla_decode.floor_stream.bf16", "mla_decode", "floor_stream", "bf16",
+                                  {16, 32, 64, 128}, /*rank=*/0,
+                                  "gather floor: v1_paged's schedule and row ring, no math, no output",
+                                  ArchRequirement{9, 0, true}, /*floor=*/true};
+    return kWork == Work::kAttention ? attention : floor;
   }
 
   // Grids of the common Hopper SM counts (validation drops those a device cannot hold), every
@@ -148,14 +155,19 @@ class V1Paged final : public MlaKernel {
     a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
     a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
     a.part_o = reinterpret_cast<float*>(base + w.part_o);
-    return cuda_status(mla_v1::launch(a, Pipe{t.stages, t.producers}, stream), info().key + " launch");
+    return cuda_status(mla_v1::launch(a, Pipe{t.stages, t.producers}, kWork, stream), info().key + " launch");
   }
 };
 
 }  // namespace
 
 const MlaKernel& entry() {
-  static const V1Paged kernel;
+  static const V1Paged<Work::kAttention> kernel;
+  return kernel;
+}
+
+const MlaKernel& floor_entry() {
+  static const V1Paged<Work::kStreamOnly> kernel;
   return kernel;
 }
 

@@ -220,6 +220,29 @@ __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g
   }
 }
 
+// The gather floor's consumers: the same hand-offs (Q, every ring stage) with no math and no
+// output, so the producers stream exactly the rows the kernel reads.
+template <int Stages, class Smem>
+__device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const Group& g) {
+  int64_t stage = 0;
+  int items = 0;
+  int64_t unit = r.first_unit;
+  for (int b = r.first; b <= r.last; ++b) {
+    const Piece pc = piece_of(p, r, g.qpos, b, unit);
+    unit += pc.units;
+    if (pc.count == 0) continue;
+    mbar_wait(&s.q_full, uint32_t(items & 1));
+    mbar_arrive(&s.q_empty);
+    ++items;
+    const int stages = (pc.count + kStageRows - 1) / kStageRows;
+    for (int i = 0; i < stages; ++i, ++stage) {
+      const int buf = int(stage % Stages);
+      mbar_wait(&s.full[buf], uint32_t((stage / Stages) & 1));
+      mbar_arrive(&s.empty[buf]);
+    }
+  }
+}
+
 // ---- merge of split items --------------------------------------------------------------------
 
 // Running (m, l, 8 dims) of one output chunk over some pieces.
@@ -340,7 +363,8 @@ __device__ void merge_split_items(const Params& p, Smem& s, const Range& r, cons
 
 // ---- the kernel ------------------------------------------------------------------------------
 
-template <int Stages, int Producers>
+// kMath = false: the gather floor (mla_decode.floor_stream.bf16): rows and Q only.
+template <int Stages, int Producers, bool kMath>
 __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
@@ -351,7 +375,9 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   if (r.empty()) return;  // more CTAs than units: this one holds none
   const int warp = threadIdx.x / 32;
   if (warp >= kConsumerWarps) produce<Stages, Producers>(p, s, r, g, warp - kConsumerWarps);
-  else consume<Stages>(p, s, r, g);
+  else if constexpr (kMath) consume<Stages>(p, s, r, g);
+  else consume_no_math<Stages>(p, s, r, g);
+  if constexpr (!kMath) return;
   __syncthreads();  // every piece of this CTA is published; the ring is free
   merge_split_items<kThreadsFor<Producers>>(p, s, r, g);
 }

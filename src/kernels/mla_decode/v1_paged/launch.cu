@@ -13,10 +13,10 @@ namespace {
 
 using KernelFn = void (*)(Params);
 
-template <int Stages, int Producers>
+template <int Stages, int Producers, bool kMath>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
   constexpr int smem = int(sizeof(SmemPlan<Stages>));
-  constexpr KernelFn kernel = mla_v1_kernel<Stages, Producers>;
+  constexpr KernelFn kernel = mla_v1_kernel<Stages, Producers, kMath>;
   if (cudaError_t e = kernels::opt_in_smem_once<kernel>(smem); e != cudaSuccess) return e;
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(params.ctas_per_group, params.groups);
@@ -48,14 +48,18 @@ cudaError_t with_pipe(Pipe pipe, F&& f) {
 
 }  // namespace
 
-cudaError_t launch(const Params& params, Pipe pipe, cudaStream_t stream) {
-  return with_pipe(pipe, [&]<int Stages, int Producers>() { return launch_one<Stages, Producers>(params, stream); });
+cudaError_t launch(const Params& params, Pipe pipe, Work work, cudaStream_t stream) {
+  return with_pipe(pipe, [&]<int Stages, int Producers>() {
+    return work == Work::kAttention ? launch_one<Stages, Producers, true>(params, stream)
+                                    : launch_one<Stages, Producers, false>(params, stream);
+  });
 }
 
-cudaError_t kernel_attributes(Pipe pipe, cudaFuncAttributes* attr) {
+cudaError_t kernel_attributes(Pipe pipe, Work work, cudaFuncAttributes* attr) {
   *attr = {};
   return with_pipe(pipe, [&]<int Stages, int Producers>() {
-    return cudaFuncGetAttributes(attr, mla_v1_kernel<Stages, Producers>);
+    return work == Work::kAttention ? cudaFuncGetAttributes(attr, mla_v1_kernel<Stages, Producers, true>)
+                                    : cudaFuncGetAttributes(attr, mla_v1_kernel<Stages, Producers, false>);
   });
 }
 

@@ -7,11 +7,15 @@
 
 namespace mlakit::mla_v1 {
 
+// What a launch computes: the attention, or only the row stream (the op's gather floor, no math,
+// no output).
+enum class Work { kAttention, kStreamOnly };
+
 // One cooperative launch, grid (ctas_per_group, groups). cudaErrorInvalidValue for a pipe that
 // is not compiled (kPipes).
-cudaError_t launch(const Params& params, Pipe pipe, cudaStream_t stream);
+cudaError_t launch(const Params& params, Pipe pipe, Work work, cudaStream_t stream);
 
 // Registers and local memory of a pipe's kernel (for validation and --explain).
-cudaError_t kernel_attributes(Pipe pipe, cudaFuncAttributes* attr);
+cudaError_t kernel_attributes(Pipe pipe, Work work, cudaFuncAttributes* attr);
 
 }  // namespace mlakit::mla_v1
