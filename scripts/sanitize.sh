@@ -17,6 +17,12 @@ if ! ./"$BUILD"/mlakit list | grep -q "runnable on"; then
   echo "[sanitize] no runnable sm_90a device here; nothing to sanitize"
   exit 0
 fi
+# Nothing measured under a sanitizer may persist: the floors' timed calls would otherwise cache
+# a copy ceiling and a tensor peak slowed by instrumentation (a 21 TFLOP/s "peak" was seen) for
+# every later bench. The runs below get a cache directory of their own.
+MLAKIT_CACHE_DIR=$(mktemp -d)
+export MLAKIT_CACHE_DIR
+trap 'rm -rf "$MLAKIT_CACHE_DIR"' EXIT
 V1=dsa_decode.v1_splitk.bf16
 V2=dsa_decode.v2_fused.bf16
 FLOOR=dsa_decode.floor_gather.bf16
