@@ -14,6 +14,7 @@
 
 #include "base/bf16.h"
 #include "plan/dsa/indices.h"
+#include "reference/dot.h"
 
 namespace mlakit {
 
@@ -23,23 +24,8 @@ namespace {
 constexpr int kBlockRows = 32;
 constexpr double kLog2e = 1.4426950408889634074;
 
-// Four independent partial sums: shorter dependency chains, and a fixed summation order.
-double dot(const double* a, const double* b, int n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += a[i] * b[i];
-    s1 += a[i + 1] * b[i + 1];
-    s2 += a[i + 2] * b[i + 2];
-    s3 += a[i + 3] * b[i + 3];
-  }
-  for (; i < n; ++i) s0 += a[i] * b[i];
-  return (s0 + s1) + (s2 + s3);
-}
-
-void axpy(double* y, double a, const double* x, int n) {
-  for (int i = 0; i < n; ++i) y[i] += a * x[i];
-}
+using reference::axpy;
+using reference::dot;
 
 struct Workspace {
   std::vector<int64_t> slots;  // valid slots of the token, in row order (repeats kept)
