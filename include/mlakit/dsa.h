@@ -6,7 +6,8 @@
 //   s_j = sm_scale * (q_nope[t,h] . ckv[j] + q_pe[t,h] . kpe[j])
 //   lse[t,h] = log2(sum_j exp(s_j)),  output[t,h] = sum_j softmax(s)_j ckv[j]   (bf16)
 // and an empty S gives output 0 and lse = -inf. Out-of-range indices are treated as padding;
-// dsa_check_indices() reports them.
+// dsa_check_indices() reports them. With the FP8 cache (DsaKv::kFp8) ckv[j] and kpe[j] are the
+// dequantized values of slot j's 656-byte row (mlakit/dsa_fp8.h): exactly representable in bf16.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,12 @@
 
 namespace mlakit {
 
+// How the cache stores a slot.
+enum class DsaKv : int {
+  kBf16 = 0,  // ckv_cache (512 bf16) and kpe_cache (64 bf16)
+  kFp8 = 1,   // kv_cache: DeepSeek-V3.2's 656-byte rows, 512 e4m3 | 4 fp32 scales | 64 bf16 (dsa_fp8.h)
+};
+
 struct DsaProblem {
   int num_tokens = 1;      // T
   int num_heads = 16;      // query heads on this GPU (16 = 128 / TP-8)
@@ -29,22 +36,27 @@ struct DsaProblem {
   int num_pages = 1;
   int page_size = 64;
   int topk = 2048;         // columns of sparse_indices
+  DsaKv kv = DsaKv::kBf16;  // the cache format
 
   int64_t num_slots() const { return int64_t(num_pages) * page_size; }
   // Checks ranges and the constants a kernel family supports; names the offending field.
   Status validate() const;
-  std::string to_string() const;  // "T=8 H=16 ckv=512 kpe=64 pages=8462 ps=64 topk=2048"
+  // "T=8 H=16 ckv=512 kpe=64 pages=8462 ps=64 topk=2048", then " kv=fp8" for the FP8 cache.
+  std::string to_string() const;
   // Every field counts, a field added later included; std::hash<DsaProblem> agrees with it.
   bool operator==(const DsaProblem&) const = default;
 };
 
 // Device pointers. Innermost dimensions are contiguous; the strides (in elements) of the outer
 // dimensions may be set for views (0 means "contiguous"). Every row start must be 16-byte aligned.
+// A bf16 problem reads ckv_cache and kpe_cache (kv_cache must be null); an FP8 problem reads
+// kv_cache (ckv_cache and kpe_cache must be null).
 struct DsaTensors {
   const void* q_nope = nullptr;             // bf16 [T, H, ckv]
   const void* q_pe = nullptr;               // bf16 [T, H, kpe]
   const void* ckv_cache = nullptr;          // bf16 [num_pages, page_size, ckv]
   const void* kpe_cache = nullptr;          // bf16 [num_pages, page_size, kpe]
+  const void* kv_cache = nullptr;           // FP8: uint8 [num_pages, page_size, 656], rows contiguous
   const int32_t* sparse_indices = nullptr;  // int32 [T, topk], flat slot or -1
   void* output = nullptr;                   // bf16 [T, H, ckv], contiguous
   float* lse = nullptr;                     // fp32 [T, H], contiguous, base 2
@@ -54,6 +66,9 @@ struct DsaTensors {
   int64_t q_pe_stride_t = 0, q_pe_stride_h = 0;
   int64_t ckv_stride_slot = 0, kpe_stride_slot = 0;
   int64_t indices_stride_t = 0;
+  // FP8: bytes from one page to the next (0 = page_size * 656; FlashMLA's caches pad each page by
+  // one row: (page_size + 1) * 656). A multiple of 16.
+  int64_t kv_stride_page = 0;
 };
 
 // How one launch cuts the work. One type serves the validator, the tuner's search space, the

@@ -75,6 +75,9 @@ struct Planner {
       if (*out == nullptr)
         return Status::invalid_argument("kernel_key: '" + key + "' is a " + entry->info().op +
                                         " kernel, not " + Contract::kOp);
+      if (entry->info().dtype != Contract::dtype(problem))
+        return Status::unsupported("kernel_key: '" + key + "' reads a " + entry->info().dtype +
+                                   " cache; the problem's is " + Contract::dtype(problem));
       return Status::ok();
     }
     const std::string dtype = Contract::dtype(problem);

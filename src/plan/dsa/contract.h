@@ -13,7 +13,8 @@ namespace mlakit {
 int dsa_bucket_tokens(int num_tokens);
 // The tune-cache shape bucket: every field of DsaProblem that changes which tiling wins, with T
 // rounded up to a power of two; num_pages is left out (it moves no more bytes per call, only
-// where they come from). "T<pow2>.h<heads>.ckv<ckv>.kpe<kpe>.ps<page_size>.k<topk>".
+// where they come from). "T<pow2>.h<heads>.ckv<ckv>.kpe<kpe>.ps<page_size>.k<topk>", then ".fp8"
+// for the FP8 cache.
 std::string dsa_shape_bucket(const DsaProblem& problem);
 
 template <>
@@ -22,9 +23,8 @@ struct OpContract<DsaProblem> {
   using Tensors = DsaTensors;
   static constexpr const char* kOp = "dsa_decode";
   static constexpr const char* kPlanFunction = "dsa_plan";
-  // Every DSA problem reads a bf16 cache today; the FP8 cache variant adds a field to DsaProblem
-  // and returns it here.
-  static std::string dtype(const DsaProblem&) { return "bf16"; }
+  // The cache format: "bf16", or "fp8" (DeepSeek-V3.2's 656-byte rows).
+  static std::string dtype(const DsaProblem& p) { return p.kv == DsaKv::kFp8 ? "fp8" : "bf16"; }
   static int heads(const DsaProblem& p) { return p.num_heads; }
   static std::string bucket(const DsaProblem& p) { return dsa_shape_bucket(p); }
 };

@@ -34,6 +34,7 @@ Status DsaProblem::validate() const {
     return Status::invalid_argument("DsaProblem: num_pages * page_size = " + std::to_string(num_slots()) +
                                     " slots; expected at most 2147483647 (indices are int32)");
   if (topk < 1) return bad("topk", ">= 1", topk);
+  if (kv != DsaKv::kBf16 && kv != DsaKv::kFp8) return bad("kv", "0 (bf16) or 1 (fp8)", int(kv));
   return Status::ok();
 }
 
@@ -41,7 +42,7 @@ std::string DsaProblem::to_string() const {
   return "T=" + std::to_string(num_tokens) + " H=" + std::to_string(num_heads) +
          " ckv=" + std::to_string(head_dim_ckv) + " kpe=" + std::to_string(head_dim_kpe) +
          " pages=" + std::to_string(num_pages) + " ps=" + std::to_string(page_size) +
-         " topk=" + std::to_string(topk);
+         " topk=" + std::to_string(topk) + (kv == DsaKv::kFp8 ? " kv=fp8" : "");
 }
 
 int dsa_bucket_tokens(int num_tokens) {
@@ -52,8 +53,9 @@ int dsa_bucket_tokens(int num_tokens) {
 
 std::string dsa_shape_bucket(const DsaProblem& p) {
   char buf[128];
-  std::snprintf(buf, sizeof buf, "T%d.h%d.ckv%d.kpe%d.ps%d.k%d", dsa_bucket_tokens(p.num_tokens),
-                p.num_heads, p.head_dim_ckv, p.head_dim_kpe, p.page_size, p.topk);
+  std::snprintf(buf, sizeof buf, "T%d.h%d.ckv%d.kpe%d.ps%d.k%d%s", dsa_bucket_tokens(p.num_tokens),
+                p.num_heads, p.head_dim_ckv, p.head_dim_kpe, p.page_size, p.topk,
+                p.kv == DsaKv::kFp8 ? ".fp8" : "");
   return buf;
 }
 

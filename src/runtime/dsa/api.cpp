@@ -6,6 +6,7 @@
 #include "base/cuda_status.h"
 #include "kernels/dsa_decode/check_indices.h"
 #include "mlakit/dsa.h"
+#include "mlakit/dsa_fp8.h"
 #include "plan/dsa/contract.h"
 #include "plan/dsa/indices.h"
 #include "runtime/dsa/layout.h"
@@ -18,12 +19,27 @@ using DsaPlanner = Planner<DsaProblem>;
 
 int64_t or_default(int64_t stride, int64_t contiguous) { return stride == 0 ? contiguous : stride; }
 
-Status check_pointers(const DsaTensors& x) {
+// The cache pointers of the problem's format: the format's must be set, the other's null.
+Status check_cache_pointers(const DsaProblem& p, const DsaTensors& x) {
+  using dsa_layout::check_row_pointer;
+  if (p.kv == DsaKv::kFp8) {
+    if (x.ckv_cache != nullptr || x.kpe_cache != nullptr)
+      return Status::invalid_argument(std::string(x.ckv_cache != nullptr ? "ckv_cache" : "kpe_cache") +
+                                      ": must be null for the FP8 cache (the problem reads kv_cache)");
+    return check_row_pointer(x.kv_cache, "kv_cache");
+  }
+  if (x.kv_cache != nullptr)
+    return Status::invalid_argument("kv_cache: must be null for a bf16 cache (the problem reads ckv_cache and "
+                                    "kpe_cache; set DsaProblem.kv = kFp8 for the FP8 cache)");
+  MLAKIT_RETURN_IF_ERROR(check_row_pointer(x.ckv_cache, "ckv_cache"));
+  return check_row_pointer(x.kpe_cache, "kpe_cache");
+}
+
+Status check_pointers(const DsaProblem& p, const DsaTensors& x) {
   using dsa_layout::check_row_pointer;
   MLAKIT_RETURN_IF_ERROR(check_row_pointer(x.q_nope, "q_nope"));
   MLAKIT_RETURN_IF_ERROR(check_row_pointer(x.q_pe, "q_pe"));
-  MLAKIT_RETURN_IF_ERROR(check_row_pointer(x.ckv_cache, "ckv_cache"));
-  MLAKIT_RETURN_IF_ERROR(check_row_pointer(x.kpe_cache, "kpe_cache"));
+  MLAKIT_RETURN_IF_ERROR(check_cache_pointers(p, x));
   MLAKIT_RETURN_IF_ERROR(check_row_pointer(x.output, "output"));
   if (x.sparse_indices == nullptr) return Status::invalid_argument("sparse_indices: null pointer");
   if (x.lse == nullptr) return Status::invalid_argument("lse: null pointer");
@@ -54,6 +70,11 @@ Status resolve_strides(const DsaProblem& p, const DsaTensors& x, DsaTensors* t) 
   t->ckv_stride_slot = or_default(x.ckv_stride_slot, V);
   t->kpe_stride_slot = or_default(x.kpe_stride_slot, R);
   t->indices_stride_t = or_default(x.indices_stride_t, p.topk);
+  const int64_t page_bytes = int64_t(p.page_size) * dsa_fp8::kRowBytes;
+  t->kv_stride_page = or_default(x.kv_stride_page, page_bytes);
+  if (p.kv == DsaKv::kFp8 && (t->kv_stride_page < page_bytes || t->kv_stride_page % 16 != 0))
+    return Status::invalid_argument("kv_stride_page: expected a multiple of 16 bytes >= page_size * 656 (" +
+                                    std::to_string(page_bytes) + "), got " + std::to_string(t->kv_stride_page));
   MLAKIT_RETURN_IF_ERROR(check_row_stride(t->q_nope_stride_h, V, "q_nope_stride_h"));
   MLAKIT_RETURN_IF_ERROR(check_row_stride(t->q_nope_stride_t, H * V, "q_nope_stride_t"));
   MLAKIT_RETURN_IF_ERROR(check_row_stride(t->q_pe_stride_h, R, "q_pe_stride_h"));
@@ -76,7 +97,7 @@ Status dsa_plan(const DsaProblem& problem, const DsaPlanOptions& options, DsaPla
 Status dsa_run(const DsaPlan& plan, const DsaTensors& x, void* workspace, size_t workspace_bytes,
                cudaStream_t stream) {
   if (plan.empty()) return DsaPlanner::check_runnable(plan);
-  MLAKIT_RETURN_IF_ERROR(check_pointers(x));
+  MLAKIT_RETURN_IF_ERROR(check_pointers(plan.problem(), x));
   MLAKIT_RETURN_IF_ERROR(check_workspace(plan, workspace, workspace_bytes));
   DsaTensors t;
   MLAKIT_RETURN_IF_ERROR(resolve_strides(plan.problem(), x, &t));
