@@ -5,6 +5,7 @@
 
 #include "kernels/dsa_decode/floor_gather/entry.h"
 #include "kernels/dsa_decode/v1_splitk/entry.h"
+#include "kernels/dsa_decode/v2_fp8/entry.h"
 #include "kernels/dsa_decode/v2_fused/entry.h"
 #include "kernels/mla_decode/v1_paged/entry.h"
 
@@ -15,6 +16,8 @@ const std::vector<const KernelEntry*>& kernels() {
       &dsa_v1::entry(),
       &dsa_v2::entry(),
       &dsa_floor::entry(),
+      &dsa_v2_fp8::entry(),
+      &dsa_v2_fp8::floor_entry(),
       &mla_v1::entry(),
       &mla_v1::floor_entry(),
   };

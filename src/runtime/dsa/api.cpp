@@ -6,7 +6,6 @@
 #include "base/cuda_status.h"
 #include "kernels/dsa_decode/check_indices.h"
 #include "mlakit/dsa.h"
-#include "mlakit/dsa_fp8.h"
 #include "plan/dsa/contract.h"
 #include "plan/dsa/indices.h"
 #include "runtime/dsa/layout.h"
@@ -70,11 +69,8 @@ Status resolve_strides(const DsaProblem& p, const DsaTensors& x, DsaTensors* t) 
   t->ckv_stride_slot = or_default(x.ckv_stride_slot, V);
   t->kpe_stride_slot = or_default(x.kpe_stride_slot, R);
   t->indices_stride_t = or_default(x.indices_stride_t, p.topk);
-  const int64_t page_bytes = int64_t(p.page_size) * dsa_fp8::kRowBytes;
-  t->kv_stride_page = or_default(x.kv_stride_page, page_bytes);
-  if (p.kv == DsaKv::kFp8 && (t->kv_stride_page < page_bytes || t->kv_stride_page % 16 != 0))
-    return Status::invalid_argument("kv_stride_page: expected a multiple of 16 bytes >= page_size * 656 (" +
-                                    std::to_string(page_bytes) + "), got " + std::to_string(t->kv_stride_page));
+  if (p.kv == DsaKv::kFp8)
+    MLAKIT_RETURN_IF_ERROR(dsa_layout::resolve_fp8_page_stride(x.kv_stride_page, p.page_size, &t->kv_stride_page));
   MLAKIT_RETURN_IF_ERROR(check_row_stride(t->q_nope_stride_h, V, "q_nope_stride_h"));
   MLAKIT_RETURN_IF_ERROR(check_row_stride(t->q_nope_stride_t, H * V, "q_nope_stride_t"));
   MLAKIT_RETURN_IF_ERROR(check_row_stride(t->q_pe_stride_h, R, "q_pe_stride_h"));

@@ -51,11 +51,12 @@ std::string or_list(const std::vector<int>& values) {
   return s;
 }
 
-std::vector<DsaTiling> ring_search_space(int max_splits, const std::vector<int>& gathers) {
+std::vector<DsaTiling> ring_search_space(int max_splits, const std::vector<int>& gathers,
+                                         const std::vector<Pipe>& pipes) {
   std::vector<DsaTiling> out;
   for (int s = 1; s <= max_splits; s *= 2)
     for (int rows : {32, 64, 128})
-      for (const Pipe& pipe : kPipeChoices)
+      for (const Pipe& pipe : pipes)
         for (int g : gathers) out.push_back(DsaTiling{s, rows, pipe.stages, 1, pipe.producers, g, 0});
   return out;
 }

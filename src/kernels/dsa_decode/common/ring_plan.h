@@ -3,8 +3,11 @@
 // split count. Plain C++.
 #pragma once
 
+#include <iterator>
 #include <string>
 #include <vector>
+
+#include "kernels/dsa_decode/common/row_ring.h"
 
 #include "mlakit/device.h"
 #include "mlakit/dsa.h"
@@ -31,8 +34,11 @@ int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits);
 std::string or_list(const std::vector<int>& values);
 
 // The tuner's choices of a ring kernel: CTAs per row (powers of two up to max_splits) x least
-// slots per split {32, 64, 128} x every compiled pipe x `gathers`, with m = 1 and w = 0.
-std::vector<DsaTiling> ring_search_space(int max_splits, const std::vector<int>& gathers);
+// slots per split {32, 64, 128} x `pipes` (every compiled pipe of kPipeChoices by default) x
+// `gathers`, with m = 1 and w = 0.
+std::vector<DsaTiling> ring_search_space(int max_splits, const std::vector<int>& gathers,
+                                         const std::vector<Pipe>& pipes = {std::begin(kPipeChoices),
+                                                                           std::end(kPipeChoices)});
 
 // The fields every ring kernel's Params shares (io, the shape, the row split), from a plan.
 template <class RingParams>

@@ -185,38 +185,57 @@ __device__ void reduce_row_sums(Smem& s, const RowState& st, float (&l_total)[2]
   }
 }
 
-// The consumer warps' walk over the CTA's `count` slots, whichever MMA path: each tile of two ring
-// stages is waited for (full barriers), handed to `body`, then given back to the producers; every
-// consumer thread arrives on the empty barriers once its own reads are done (kConsumerThreads
-// arrivals per phase).
-template <int Stages, class Smem, class Body>
-__device__ __forceinline__ void for_each_tile(Smem& s, int count, Body&& body) {
+// The consumer warps' walk over the CTA's `count` slots through a Stages-deep ring of bf16 stages
+// (`ring`, guarded by `full` and `empty`): each tile of two consecutive stages is waited for,
+// handed to `body`, then given back; every consumer thread arrives on the empty barriers once its
+// own reads are done (kConsumerThreads arrivals per phase).
+template <int Stages, class Body>
+__device__ __forceinline__ void walk_tiles(uint64_t* full, uint64_t* empty, uint16_t (*ring)[kStageElems], int count,
+                                           Body&& body) {
   const int num_stages = (count + kStageRows - 1) / kStageRows;
   for (int i = 0; i < num_stages; i += kTileStages) {
     const bool two = i + 1 < num_stages;
     const int b0 = i % Stages, b1 = (i + 1) % Stages;
-    mbar_wait(&s.full[b0], (i / Stages) & 1);
-    if (two) mbar_wait(&s.full[b1], ((i + 1) / Stages) & 1);
-    body(Tile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kTileRows, count - i * kStageRows)});
-    mbar_arrive(&s.empty[b0]);
-    if (two) mbar_arrive(&s.empty[b1]);
+    mbar_wait(&full[b0], (i / Stages) & 1);
+    if (two) mbar_wait(&full[b1], ((i + 1) / Stages) & 1);
+    body(Tile{{ring[b0], two ? ring[b1] : ring[b0]}, min(kTileRows, count - i * kStageRows)});
+    mbar_arrive(&empty[b0]);
+    if (two) mbar_arrive(&empty[b1]);
   }
+}
+
+// The same over the CTA's gather ring (either MMA path).
+template <int Stages, class Smem, class Body>
+__device__ __forceinline__ void for_each_tile(Smem& s, int count, Body&& body) {
+  walk_tiles<Stages>(s.full, s.empty, s.ring, count, body);
+}
+
+// One tile into the running state: QK, online softmax, PV (every kernel built on these consumers).
+template <class Smem>
+__device__ __forceinline__ void decode_tile(Smem& s, const uint32_t (&qa)[kQkSteps][4], const Tile& tile,
+                                            float scale_log2, RowState& st, float (&o)[kOTiles][4]) {
+  qk_partial(&s.s_part[0][0], qa, tile);
+  consumer_sync();  // all four k-quarters of S are in smem
+  float alpha[2];
+  online_softmax(s, tile.rows, scale_log2, st, alpha);
+  pv_mma(s.p, tile, alpha, o);
+}
+
+// Waits for Q and loads this warp's fragments of it; ends with a consumer barrier, after which
+// s_part may overwrite Q.
+template <class Smem>
+__device__ __forceinline__ void take_q(Smem& s, uint32_t (&qa)[kQkSteps][4]) {
+  mbar_wait(&s.q_full, 0);
+  load_q_fragments(s.q, qa);
+  consumer_sync();
 }
 
 // The consumer warps' loop over the CTA's `count` slots: tiles of two ring stages.
 template <int Stages, class Smem>
 __device__ void consume_rows(Smem& s, int count, float scale_log2, RowState& st, float (&o)[kOTiles][4]) {
   uint32_t qa[kQkSteps][4];
-  mbar_wait(&s.q_full, 0);
-  load_q_fragments(s.q, qa);
-  consumer_sync();  // every warp holds its Q fragments before s_part overwrites Q
-  for_each_tile<Stages>(s, count, [&](const Tile& tile) {
-    qk_partial(&s.s_part[0][0], qa, tile);
-    consumer_sync();  // all four k-quarters of S are in smem
-    float alpha[2];
-    online_softmax(s, tile.rows, scale_log2, st, alpha);
-    pv_mma(s.p, tile, alpha, o);
-  });
+  take_q(s, qa);
+  for_each_tile<Stages>(s, count, [&](const Tile& tile) { decode_tile(s, qa, tile, scale_log2, st, o); });
 }
 
 }  // namespace mlakit::dsa_v2

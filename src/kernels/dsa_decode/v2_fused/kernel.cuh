@@ -14,6 +14,7 @@
 //   Shared memory (traits.h, SmemPlan): barriers | Q / partial S 18.7 KB | Stages x 36.5 KB ring |
 //   P 2.3 KB | slots 10 KB.
 // Devlog: docs/kernels/dsa_decode_v2_fused.md
+// The non-template device functions are inline: v2_fp8 includes this file too.
 #pragma once
 
 #include <cstdint>
@@ -58,14 +59,14 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
 }
 
 // Output 0 and lse -inf for a token without a valid slot (all threads of the CTA).
-__device__ void store_empty(const Params& p, int t) {
+__device__ inline void store_empty(const Params& p, int t) {
   auto* out = reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + int64_t(t) * kHeads * kDimV);
   for (int i = threadIdx.x; i < kHeads * kDimV / 8; i += blockDim.x) out[i] = make_uint4(0, 0, 0, 0);
   if (threadIdx.x < kHeads) p.io.lse[t * kHeads + threadIdx.x] = -INFINITY;
 }
 
 // One split: O / l as bf16 and lse = m + log2(l) (consumer threads).
-__device__ void store_output(const Params& p, int t, const RowState& st, const float (&l_total)[2],
+__device__ inline void store_output(const Params& p, int t, const RowState& st, const float (&l_total)[2],
                              const float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
   auto* out = static_cast<uint32_t*>(p.io.output);
@@ -84,7 +85,7 @@ __device__ void store_output(const Params& p, int t, const RowState& st, const f
 }
 
 // Several splits: the unnormalised partial (O, m, l) of split s (consumer threads).
-__device__ void store_partial(const Params& p, int t, int split, const RowState& st,
+__device__ inline void store_partial(const Params& p, int t, int split, const RowState& st,
                               const float (&l_total)[2], const float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
   const int64_t row0 = (int64_t(t) * p.max_splits + split) * kHeads;
@@ -127,7 +128,7 @@ __device__ void store_partial_staged(const Params& p, Smem& s, int t, int split)
 }
 
 // Every CTA of the row has published its partial once this returns (all threads call it).
-__device__ void wait_for_row(uint32_t* arrivals, int splits) {
+__device__ inline void wait_for_row(uint32_t* arrivals, int splits) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
@@ -139,7 +140,7 @@ __device__ void wait_for_row(uint32_t* arrivals, int splits) {
 }
 
 // The last CTA of the row to leave resets both counters (every other one is past its wait).
-__device__ void leave_row(uint32_t* counters, int splits) {
+__device__ inline void leave_row(uint32_t* counters, int splits) {
   if (threadIdx.x != 0) return;
   if (atomicAdd(&counters[1], 1u) == uint32_t(splits - 1)) {
     counters[0] = 0;
@@ -154,7 +155,7 @@ __device__ void leave_row(uint32_t* counters, int splits) {
 // O = sum_j 2^(m_j - M) O_j / sum_j 2^(m_j - M) l_j rescaled whenever M grows. Every thread of a
 // head sees the same splits in the same order: the result is deterministic.
 constexpr int kMergeBatch = 8;
-__device__ void merge_splits(const Params& p, int t, int split, int splits) {
+__device__ inline void merge_splits(const Params& p, int t, int split, int splits) {
   constexpr int kChunks = kHeads * kDimV / 8;
   const float2* ml = p.part_ml + int64_t(t) * p.max_splits * kHeads;
   const float* part = p.part_o + int64_t(t) * p.max_splits * kHeads * kDimV;

@@ -131,11 +131,7 @@ __device__ void consume_piece(Smem& s, int count, int64_t& stage, float scale_lo
     mbar_wait(&s.full[b0], uint32_t((stage / Stages) & 1));
     if (two) mbar_wait(&s.full[b1], uint32_t(((stage + 1) / Stages) & 1));
     const dsa_v2::Tile tile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kUnitRows, count - i * kStageRows)};
-    dsa_v2::qk_partial(&s.s_part[0][0], qa, tile);
-    dsa_v2::consumer_sync();
-    float alpha[2];
-    dsa_v2::online_softmax(s, tile.rows, scale_log2, st, alpha);
-    dsa_v2::pv_mma(s.p, tile, alpha, o);
+    dsa_v2::decode_tile(s, qa, tile, scale_log2, st, o);
     mbar_arrive(&s.empty[b0]);
     if (two) mbar_arrive(&s.empty[b1]);
   }

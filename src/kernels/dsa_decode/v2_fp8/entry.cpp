@@ -1,0 +1,163 @@
+// Registry entries of dsa_decode.v2_fp8.fp8 (the FP8-cache decode) and dsa_decode.floor_fp8.fp8
+// (its gather floor: the same kernel with Work::kStreamOnly). Tiling fields (DsaTiling) as
+// v2_fused's: num_splits = CTAs per row, block_n = least slots per split, stages = 32-row raw ring
+// stages, p = producer warps; m = 1 (in-kernel merge), g = 1 (one bulk copy per 656-byte row, the
+// only gather), w = 0 (mma.sync).
+#include "kernels/dsa_decode/v2_fp8/entry.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <iterator>
+#include <vector>
+
+#include "base/cuda_status.h"
+#include "base/format.h"
+#include "kernels/dsa_decode/common/ring_plan.h"
+#include "kernels/dsa_decode/v2_fp8/launch.h"
+#include "kernels/dsa_decode/v2_fp8/traits.h"
+
+namespace mlakit::dsa_v2_fp8 {
+namespace {
+
+constexpr int kDefaultMinRows = 64;  // one 64-slot tile
+constexpr int kBulkGather = int(Gather::kBulk);
+
+// Registers per thread of an instance: the compiled kernel's on a live device (read once per
+// instance), else the documented need.
+int registers_needed(const DsaTiling& t, Work work, const DeviceFacts& dev) {
+  if (!dev.live) return kDocumentedRegisters;
+  static std::array<std::atomic<int>, std::size(kFp8Pipes) * 2> known{};
+  size_t slot = 0;
+  while (kFp8Pipes[slot].stages != t.stages || kFp8Pipes[slot].producers != t.producers) ++slot;
+  slot = slot * 2 + size_t(work);
+  if (int regs = known[slot].load(std::memory_order_relaxed); regs > 0) return regs;
+  cudaFuncAttributes attr;
+  if (kernel_attributes(Instance{Pipe{t.stages, t.producers}, work}, &attr) != cudaSuccess || attr.numRegs <= 0) {
+    cudaGetLastError();  // no image for this device: not sticky, and the documented need holds
+    return kDocumentedRegisters;
+  }
+  known[slot].store(attr.numRegs, std::memory_order_relaxed);
+  return attr.numRegs;
+}
+
+std::string compiled_pipes() {
+  std::string pipes;
+  for (const Pipe& c : kFp8Pipes) pipes += " x" + std::to_string(c.stages) + "p" + std::to_string(c.producers);
+  return pipes;
+}
+
+Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
+  using dsa_ring::reject;
+  if (t.merge_head_groups != 1) return reject(t, "v2_fp8 merges in the kernel: m must be 1; got " + std::to_string(t.merge_head_groups));
+  if (t.gather != kBulkGather)
+    return reject(t, "g (gather) must be 1: each 656-byte row is one bulk copy; got " + std::to_string(t.gather));
+  if (t.mma != int(dsa_v2::Mma::kSync)) return reject(t, "w (MMA path) must be 0 (mma.sync); got " + std::to_string(t.mma));
+  if (!is_fp8_pipe(Pipe{t.stages, t.producers}))
+    return reject(t, "(stages, producers) = (" + std::to_string(t.stages) + ", " + std::to_string(t.producers) +
+                         ") is not instantiated; compiled:" + compiled_pipes());
+  const size_t smem = smem_bytes(t.stages);
+  if (smem > size_t(dev.smem_per_block_optin))
+    return reject(t, "shared-memory plan " + format_kb(smem) + " (" + std::to_string(t.stages) +
+                         " raw stages + the bf16 tile + Q + P + slots) exceeds the " +
+                         format_kb(size_t(dev.smem_per_block_optin)) + " per-block limit of " + dev.describe());
+  const int threads = kConsumerThreads + 32 * t.producers;
+  const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (threads * kCtasPerSm));
+  const int regs = registers_needed(t, work, dev);
+  if (reg_cap < regs)
+    return reject(t, std::to_string(threads) + " threads leave " + std::to_string(reg_cap) +
+                         " registers per thread; the kernel needs " + std::to_string(regs));
+  return Status::ok();
+}
+
+// Both entries: the decode (kDecode) and the floor (kStreamOnly) differ in their info, their
+// workspace (the floor merges nothing) and the kernel they launch.
+class V2Fp8 final : public DsaKernel {
+ public:
+  explicit V2Fp8(Work work) : work_(work) {}
+
+  const KernelInfo& info() const override {
+    static const KernelInfo decode{"dsa_decode.v2_fp8.fp8", "dsa_decode", "v2_fp8", "fp8", {kHeads},
+                                   /*rank=*/2,
+                                   "v2_fused over the FP8 cache: one bulk copy per 656-byte row, consumers "
+                                   "dequantize each tile to bf16, mma.sync, in-kernel merge",
+                                   ArchRequirement{9, 0, true}};
+    static const KernelInfo floor{"dsa_decode.floor_fp8.fp8", "dsa_decode", "floor_fp8", "fp8", {kHeads},
+                                  /*rank=*/0,
+                                  "gather floor of the FP8 cache: v2_fp8's rows into its ring, no math, no output",
+                                  ArchRequirement{9, 0, true}, /*floor=*/true};
+    return work_ == Work::kDecode ? decode : floor;
+  }
+
+  std::vector<DsaTiling> search_space(const DsaProblem&) const override {
+    return dsa_ring::ring_search_space(dsa_v2::kMaxSplits, {kBulkGather},
+                                       {std::begin(kFp8Pipes), std::end(kFp8Pipes)});
+  }
+
+  DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
+    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits), kDefaultMinRows, kFp8DefaultPipe.stages, 1,
+                     kFp8DefaultPipe.producers, kBulkGather, int(dsa_v2::Mma::kSync)};
+  }
+
+  Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
+    MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem(info().variant, p, kMaxTopk));
+    MLAKIT_RETURN_IF_ERROR(check_instance(t, work_, dev));
+    const bool merges = work_ == Work::kDecode && t.num_splits > 1;
+    if (merges && p.num_tokens > dsa_workspace::kMaxCountedTokens)
+      return dsa_ring::reject(t, "split rows count their CTAs in the workspace's counter region, which holds " +
+                                     std::to_string(dsa_workspace::kMaxCountedTokens) + " tokens; got T=" +
+                                     std::to_string(p.num_tokens) + " (use num_splits = 1)");
+    return dsa_ring::check_split(p, t, dev, dsa_v2::kMaxSplits, /*co_resident=*/merges, kCtasPerSm);
+  }
+
+  size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
+    return work_ == Work::kDecode ? dsa_v2::workspace_layout(p.num_tokens, t.num_splits).bytes : 0;
+  }
+
+  std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s), %d consumer + %d producer warps, "
+                  "%s shared memory (%d raw stages of %d x 656-byte rows + a 64-row bf16 tile), one bulk copy "
+                  "per row, %s; workspace %s",
+                  info().key.c_str(), t.name().c_str(), t.num_splits, p.num_tokens,
+                  t.num_splits > 1 && work_ == Work::kDecode ? ", cooperative: split rows merge in-kernel" : "",
+                  kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
+                  work_ == Work::kDecode ? "dequantize to bf16 + mma.sync m16n8k16" : "no math (floor)",
+                  format_kb(workspace_bytes(p, t)).c_str());
+    return buf;
+  }
+
+  Status launch(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x, void* workspace,
+                cudaStream_t stream) const override {
+    Params a{dsa_ring::ring_params<dsa_v2::Params>(p, t, x), p.page_size};
+    a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
+    const dsa_v2::WorkspaceLayout w = dsa_v2::workspace_layout(p.num_tokens, t.num_splits);
+    auto* base = static_cast<char*>(workspace);
+    if (work_ == Work::kDecode && w.bytes > 0) {
+      a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
+      a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
+      a.part_o = reinterpret_cast<float*>(base + w.part_o);
+    }
+    return cuda_status(dsa_v2_fp8::launch(a, Instance{Pipe{t.stages, t.producers}, work_}, stream),
+                       info().key + " launch");
+  }
+
+ private:
+  Work work_;
+};
+
+}  // namespace
+
+const DsaKernel& entry() {
+  static const V2Fp8 kernel(Work::kDecode);
+  return kernel;
+}
+
+const DsaKernel& floor_entry() {
+  static const V2Fp8 kernel(Work::kStreamOnly);
+  return kernel;
+}
+
+}  // namespace mlakit::dsa_v2_fp8

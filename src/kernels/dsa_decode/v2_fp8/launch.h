@@ -1,0 +1,23 @@
+// Host entry of v2_fp8 (host-safe declarations; defined in launch.cu).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/dsa_decode/v2_fp8/traits.h"
+
+namespace mlakit::dsa_v2_fp8 {
+
+// The compiled kernel of one instantiation: pipe in kFp8Pipes, the decode or the gather floor.
+struct Instance {
+  Pipe pipe;
+  Work work;
+};
+
+// One launch: grid (max_splits, T), cooperative when a row may be split. cudaErrorInvalidValue for
+// an instance that is not compiled.
+cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream);
+
+// Registers and local memory of an instance's kernel (validation and --explain).
+cudaError_t kernel_attributes(Instance instance, cudaFuncAttributes* attr);
+
+}  // namespace mlakit::dsa_v2_fp8
