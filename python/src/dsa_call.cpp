@@ -8,48 +8,13 @@
 
 #include "call_args.h"
 #include "caches.h"
+#include "dsa_layout.h"
 #include "mlakit/dsa.h"
 #include "py_errors.h"
-#include "runtime/dsa/layout.h"
 #include "tensor_arg.h"
 
 namespace mlakit::python {
 namespace {
-
-// ---- DSA's layout rules (runtime/dsa/layout.h) on DLPack metadata ---------------------------
-// dtype and shape come first, then strides and alignment, the device last (call_args.h): all
-// but the device check read only metadata, so the same checks (and tests) hold for tensors of
-// any device.
-
-// Innermost dimension contiguous; every outer stride positive and a whole number of 16-byte rows.
-void expect_row_layout(const TensorArg& t, const char* name) {
-  expect_contiguous_last_dim(t, name);
-  const int64_t elem = t.view().dtype.bits / 8;
-  for (int i = 0; i < t.ndim() - 1; ++i)
-    if (t.size(i) > 1 && !dsa_layout::whole_rows(used_stride(t, i), elem))
-      raise(PyExc_ValueError,
-            std::string(name) + ": strides " + strides_string(t) + " (elements) for shape " +
-                shape_string(t) + ": outer strides must be positive multiples of " +
-                std::to_string(dsa_layout::stride_multiple(elem)) +
-                " elements (16-byte rows); call .contiguous()");
-}
-
-void expect_aligned(const TensorArg& t, const char* name) {
-  if (!dsa_layout::aligned(t.data()))
-    raise_misaligned(t, name, int(dsa_layout::kRowAlignBytes),
-                     "(rows are copied 16 bytes at a time); a view starting mid-row? call .clone()");
-}
-
-// The slot stride of a [num_pages, page_size, D] cache: slots must be evenly spaced across
-// pages, because the kernel addresses slot j as base + j * stride.
-int64_t slot_stride(const TensorArg& t, const char* name) {
-  const int64_t pages = t.size(0), page_size = t.size(1);
-  if (pages > 1 && page_size > 1 && t.stride(0) != page_size * t.stride(1))
-    raise(PyExc_ValueError, std::string(name) + ": pages must be contiguous runs of slots "
-                                                "(stride[0] == page_size * stride[1]), got strides " +
-                                strides_string(t) + " for shape " + shape_string(t));
-  return page_size > 1 ? used_stride(t, 1) : used_stride(t, 0);
-}
 
 // The tensors of one call, read from Python and checked in the order the contract states.
 struct DsaArgs {
@@ -103,7 +68,7 @@ void check_shapes(const DsaArgs& a) {
   if (a.have_lse) expect_shape(a.lse, "lse", {T, H}, "num_tokens and num_heads of q_nope");
 }
 
-// Strides and alignment (dsa_layout's rules), the devices last: all but the device check read
+// Strides and alignment (dsa_layout.h), the devices last: all but the device check read
 // only metadata, so the same checks (and tests) hold for tensors of any device.
 void check_layout_and_devices(DsaArgs& a) {
   expect_row_layout(a.q_nope, "q_nope");
