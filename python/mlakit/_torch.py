@@ -4,14 +4,17 @@
   sm_scale) -> (output, lse)``: functional; outputs allocated by the op.
 * ``torch.ops.mlakit.dsa_sparse_attention_out(..., sm_scale, out, lse) -> None``: destination
   passing; mutates ``out`` and ``lse``.
+* ``torch.ops.mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale)
+  -> (output, lse)`` and ``torch.ops.mlakit.dsa_sparse_attention_fp8_out(..., sm_scale, out, lse)
+  -> None``: the same pair on DeepSeek-V3.2's FP8 cache.
 * ``torch.ops.mlakit.mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens,
   sm_scale, causal) -> (output, lse)`` (q_pe and kpe_cache may be None: the combined layouts) and
   ``torch.ops.mlakit.mla_decode_out(..., causal, out, lse) -> None``, the same pair for dense
   paged MLA decode.
 
 All have fake (meta) implementations, so ``torch.compile`` traces them as opaque ops with known
-output shapes; none has a backward. ``mlakit.dsa_sparse_attention`` and ``mlakit.mla_decode``
-route to them while compiling.
+output shapes; none has a backward. ``mlakit.dsa_sparse_attention``,
+``mlakit.dsa_sparse_attention_fp8`` and ``mlakit.mla_decode`` route to them while compiling.
 
 No ``from __future__ import annotations`` here: torch.library reads the annotations below to infer
 the operators' schemas.
@@ -24,6 +27,7 @@ import torch
 from . import _C
 
 _run = _C.dsa_sparse_attention
+_run_fp8 = _C.dsa_sparse_attention_fp8
 _run_mla = _C.mla_decode
 
 _MLA_LATENT_WIDTH = 512  # the combined query [b, s_q, h, 576] is 512 latent then 64 rope
@@ -80,9 +84,7 @@ def _define_ops() -> Optional[str]:
 
     @dsa_sparse_attention.register_fake
     def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale):
-        num_tokens, num_heads, head_dim_ckv = q_nope.shape
-        return (q_nope.new_empty((num_tokens, num_heads, head_dim_ckv), dtype=torch.bfloat16),
-                q_nope.new_empty((num_tokens, num_heads), dtype=torch.float32))
+        return dsa_outputs(q_nope)
 
     @torch.library.custom_op("mlakit::dsa_sparse_attention_out", mutates_args=("out", "lse"))
     def dsa_sparse_attention_out(q_nope: torch.Tensor, q_pe: torch.Tensor,
@@ -94,6 +96,27 @@ def _define_ops() -> Optional[str]:
 
     @dsa_sparse_attention_out.register_fake
     def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
+        return None
+
+    @torch.library.custom_op("mlakit::dsa_sparse_attention_fp8", mutates_args=())
+    def dsa_sparse_attention_fp8(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_cache: torch.Tensor,
+                                 sparse_indices: torch.Tensor,
+                                 sm_scale: float) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, None, None,
+                        _stream(q_nope))
+
+    @dsa_sparse_attention_fp8.register_fake
+    def _(q_nope, q_pe, kv_cache, sparse_indices, sm_scale):
+        return dsa_outputs(q_nope)
+
+    @torch.library.custom_op("mlakit::dsa_sparse_attention_fp8_out", mutates_args=("out", "lse"))
+    def dsa_sparse_attention_fp8_out(q_nope: torch.Tensor, q_pe: torch.Tensor,
+                                     kv_cache: torch.Tensor, sparse_indices: torch.Tensor,
+                                     sm_scale: float, out: torch.Tensor, lse: torch.Tensor) -> None:
+        _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse, _stream(q_nope))
+
+    @dsa_sparse_attention_fp8_out.register_fake
+    def _(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse):
         return None
 
     @torch.library.custom_op("mlakit::mla_decode", mutates_args=())
@@ -156,16 +179,37 @@ def call_mla_op(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, 
     return out, lse
 
 
-def call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
-    """mlakit.dsa_sparse_attention through torch.ops (while compiling, or for subclasses)."""
+def dsa_outputs(q_nope) -> Tuple[torch.Tensor, torch.Tensor]:
+    """New (output [T, H, 512] bf16, lse [T, H] fp32) for a DSA call of ``q_nope``."""
+    num_tokens, num_heads, head_dim_ckv = q_nope.shape
+    return (q_nope.new_empty((num_tokens, num_heads, head_dim_ckv), dtype=torch.bfloat16),
+            q_nope.new_empty((num_tokens, num_heads), dtype=torch.float32))
+
+
+def _call_dsa_op(functional, destination, inputs, sm_scale, out, lse):
+    """A DSA call through torch.ops: the functional operator when neither output is given, else
+    the destination-passing one, with the missing output allocated."""
     sm_scale = float(sm_scale)
     if out is None and lse is None:
-        return torch.ops.mlakit.dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache,
-                                                     sparse_indices, sm_scale)
+        return functional(*inputs, sm_scale)
+    q_nope = inputs[0]
     if out is None:
         out = q_nope.new_empty(q_nope.shape, dtype=torch.bfloat16)
     if lse is None:
         lse = q_nope.new_empty(q_nope.shape[:2], dtype=torch.float32)
-    torch.ops.mlakit.dsa_sparse_attention_out(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices,
-                                              sm_scale, out, lse)
+    destination(*inputs, sm_scale, out, lse)
     return out, lse
+
+
+def call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
+    """mlakit.dsa_sparse_attention through torch.ops (while compiling, or for subclasses)."""
+    return _call_dsa_op(torch.ops.mlakit.dsa_sparse_attention,
+                        torch.ops.mlakit.dsa_sparse_attention_out,
+                        (q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices), sm_scale, out, lse)
+
+
+def call_fp8_op(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse):
+    """mlakit.dsa_sparse_attention_fp8 through torch.ops (while compiling, or for subclasses)."""
+    return _call_dsa_op(torch.ops.mlakit.dsa_sparse_attention_fp8,
+                        torch.ops.mlakit.dsa_sparse_attention_fp8_out,
+                        (q_nope, q_pe, kv_cache, sparse_indices), sm_scale, out, lse)
