@@ -4,7 +4,8 @@ Hopper (sm_90a).
     import mlakit
     out, lse = mlakit.dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache,
                                            sparse_indices, sm_scale)
-    # on DeepSeek-V3.2's FP8 cache (656-byte rows):
+    # on DeepSeek-V3.2's FP8 cache (656-byte rows), quantized on the GPU:
+    kv_cache = mlakit.quantize_dsa_fp8(ckv_cache, kpe_cache)
     out, lse = mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices,
                                                sm_scale)
     out, lse = mlakit.mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table,
@@ -12,9 +13,9 @@ Hopper (sm_90a).
 
 Tensors cross into the compiled extension (``mlakit._C``) through DLPack, so importing mlakit
 does not need PyTorch. When PyTorch is importable, importing mlakit also registers
-``torch.ops.mlakit.dsa_sparse_attention``, ``..._fp8`` and ``torch.ops.mlakit.mla_decode`` (and
-their destination-passing twins ``..._out``) for ``torch.compile``. ``mlakit.compat`` holds
-FlashMLA drop-ins. See docs/python.md.
+``torch.ops.mlakit.dsa_sparse_attention``, ``..._fp8``, ``quantize_dsa_fp8`` and
+``torch.ops.mlakit.mla_decode`` (and their destination-passing twins ``..._out``) for
+``torch.compile``. ``mlakit.compat`` holds FlashMLA drop-ins. See docs/python.md.
 """
 
 import atexit as _atexit
@@ -33,6 +34,7 @@ except (ImportError, OSError):  # no PyTorch, or one that cannot load: _api repo
 from . import _C
 from ._api import (
     check_indices,
+    dequantize_dsa_fp8,
     dsa_sparse_attention,
     dsa_sparse_attention_fp8,
     empty_cache,
@@ -40,6 +42,7 @@ from ._api import (
     mla_decode,
     mla_plan_info,
     plan_info,
+    quantize_dsa_fp8,
     torch_integration,
 )
 
@@ -48,6 +51,7 @@ __version__: str = _C.__version__
 __all__ = [
     "__version__",
     "check_indices",
+    "dequantize_dsa_fp8",
     "dsa_sparse_attention",
     "dsa_sparse_attention_fp8",
     "empty_cache",
@@ -55,6 +59,7 @@ __all__ = [
     "mla_decode",
     "mla_plan_info",
     "plan_info",
+    "quantize_dsa_fp8",
     "torch_integration",
 ]
 

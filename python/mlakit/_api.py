@@ -1,6 +1,7 @@
 """The public calls of mlakit, kept thin: one C++ call per attention call on the common path.
 
-Route of ``dsa_sparse_attention``, ``dsa_sparse_attention_fp8`` and ``mla_decode``:
+Route of ``dsa_sparse_attention``, ``dsa_sparse_attention_fp8``, ``quantize_dsa_fp8`` and
+``mla_decode``:
 
 * a plain ``torch.Tensor`` in eager mode goes straight to ``mlakit._C`` (validation, cached plan,
   cached workspace and launch all happen there; the stream is PyTorch's current stream on the
@@ -25,6 +26,7 @@ else:
 
 _run = _C.dsa_sparse_attention
 _run_fp8 = _C.dsa_sparse_attention_fp8
+_quantize = _C.quantize_dsa_fp8
 _run_mla = _C.mla_decode
 
 if _torch is not None:
@@ -112,7 +114,7 @@ def _dispatch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out,
 def dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, *, out=None,
                              lse=None, stream=None):
     """``dsa_sparse_attention`` on DeepSeek-V3.2's FP8 cache (656-byte rows: 512 e4m3 latent
-    values, 4 fp32 scales, 64 bf16 rope values; include/mlakit/dsa_fp8.h).
+    values, 4 fp32 scales, 64 bf16 rope values; see ``quantize_dsa_fp8``).
 
     Args:
         q_nope: bf16 [T, H, 512] latent query (H = 16), layout rules as for
@@ -144,6 +146,51 @@ def dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, *
         return _torch.call_fp8_op(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse)
     return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse,
                     _stream_arg(q_nope, stream))
+
+
+def quantize_dsa_fp8(ckv, kpe=None, *, out=None, stream=None):
+    """Writes DeepSeek-V3.2's FP8 cache of a bf16 cache, on the GPU.
+
+    Per slot, the 512 latent values become 4 tiles of 128, each stored as e4m3 values with one
+    fp32 scale: the smallest power of two >= max(amax / 448, 1e-4); the 64 rope values are
+    copied. Dequantization (``dequantize_dsa_fp8``) is e4m3 * scale, exact in bf16.
+
+    Args:
+        ckv: bf16 [num_pages, page_size, 512] latent cache; or, with ``kpe=None``, the combined
+            [num_pages, page_size, 576] cache (512 latent then 64 rope), split into views
+            without a copy. Last dimension contiguous, slots evenly spaced
+            (``stride[0] == page_size * stride[1]``), 16-byte aligned rows.
+        kpe: bf16 [num_pages, page_size, 64] rope-key cache, same rules; or None (see ckv).
+        out: optional uint8 or float8_e4m3fn [num_pages, page_size, 656] or
+            [num_pages, page_size, 1, 656] destination, rows of a page contiguous, pages any
+            multiple of 16 bytes apart (FlashMLA's padded pages: the padding is not written).
+        stream: None (the current CUDA stream of the inputs' device), a ``torch.cuda.Stream``
+            or a raw cudaStream_t as an int. Eager calls only.
+
+    Returns:
+        ``out``, or a new uint8 [num_pages, page_size, 656] tensor. Nothing synchronizes.
+
+    Raises:
+        TypeError: an argument is not a tensor or has the wrong dtype.
+        ValueError: shapes, strides, alignment or devices break the contract.
+        RuntimeError: a CUDA error or an allocation failure.
+    """
+    if type(ckv) is _Tensor and not _is_compiling():
+        return _quantize(ckv, kpe, out, _stream_arg(ckv, stream))
+    if _through_ops(ckv, stream):
+        return _torch.call_quantize_op(ckv, kpe, out)
+    return _quantize(ckv, kpe, out, _stream_arg(ckv, stream))
+
+
+def dequantize_dsa_fp8(cache):
+    """``(ckv, kpe)``, bf16 [num_pages, page_size, 512] and [num_pages, page_size, 64], of an FP8
+    cache (uint8 or float8_e4m3fn, [num_pages, page_size, 656] or [num_pages, page_size, 1,
+    656], any strides): each e4m3 value times its tile's fp32 scale, rounded to bf16 (exact for
+    the quantizer's power-of-two scales), and the rope values as stored. Computed in PyTorch on
+    the cache's device, for checks (``dsa_sparse_attention_fp8`` reads the FP8 cache itself)."""
+    if _torch is None:
+        raise ImportError(f"dequantize_dsa_fp8 needs PyTorch ({_torch_error})")
+    return _torch.dequantize_dsa_fp8(cache)
 
 
 def mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale, *,

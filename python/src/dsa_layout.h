@@ -1,7 +1,8 @@
 // DSA's layout rules (runtime/dsa/layout.h) on DLPack metadata, for both caches: the bf16 rows and
-// slot strides of q, ckv and kpe, and the FP8 cache's 656-byte rows (mlakit/dsa_fp8.h). Every
-// check raises the documented Python exception naming the argument (call_args.h); none reads a
-// tensor's device, so the same checks (and tests) hold for tensors of any device.
+// slot strides of q, ckv and kpe, and the FP8 cache's 656-byte rows (mlakit/dsa_fp8.h). Shared by
+// the attention call and the FP8 quantizer. Every check raises the documented Python exception
+// naming the argument (call_args.h); none reads a tensor's device, so the same checks (and tests)
+// hold for tensors of any device.
 #pragma once
 
 #include <cstdint>

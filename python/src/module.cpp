@@ -7,6 +7,7 @@
 #include "caches.h"
 #include "dsa_call.h"
 #include "mla_call.h"
+#include "quantize_call.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -32,6 +33,12 @@ NB_MODULE(_C, m) {
         "[num_pages, page_size, 656] or [num_pages, page_size, 1, 656]); returns (out, lse),\n"
         "allocating whichever is None. stream: None = the inputs' framework's current stream, else\n"
         "a cudaStream_t as int.");
+  m.def("quantize_dsa_fp8", &py::quantize_dsa_fp8, "ckv"_a.none(), "kpe"_a.none() = nb::none(),
+        "out"_a.none() = nb::none(), "stream"_a.none() = nb::none(),
+        "Writes the FP8 cache of bf16 ckv [num_pages, page_size, 512] and kpe [.., 64] (kpe None: ckv\n"
+        "is the combined [.., 576] cache) into out, or a new uint8 [num_pages, page_size, 656]\n"
+        "tensor; returns it. stream: None = the inputs' framework's current stream, else a\n"
+        "cudaStream_t as int.");
   m.def("check_indices", &py::check_indices, "sparse_indices"_a.none(), "ckv_cache"_a.none(),
         "stream"_a.none() = nb::none(),
         "Raises ValueError for an index that is neither -1 nor a slot of the cache (bf16 or FP8).\n"
