@@ -4,14 +4,18 @@ Hopper (sm_90a).
     import mlakit
     out, lse = mlakit.dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache,
                                            sparse_indices, sm_scale)
+    # on DeepSeek-V3.2's FP8 cache (656-byte rows), quantized on the GPU:
+    kv_cache = mlakit.quantize_dsa_fp8(ckv_cache, kpe_cache)
+    out, lse = mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices,
+                                               sm_scale)
     out, lse = mlakit.mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table,
                                  cache_seqlens, sm_scale, causal=False)
 
 Tensors cross into the compiled extension (``mlakit._C``) through DLPack, so importing mlakit
 does not need PyTorch. When PyTorch is importable, importing mlakit also registers
-``torch.ops.mlakit.dsa_sparse_attention`` and ``torch.ops.mlakit.mla_decode`` (and their
-destination-passing twins ``..._out``) for ``torch.compile``. ``mlakit.compat`` holds FlashMLA
-drop-ins. See docs/python.md.
+``torch.ops.mlakit.dsa_sparse_attention``, ``..._fp8``, ``quantize_dsa_fp8`` and
+``torch.ops.mlakit.mla_decode`` (and their destination-passing twins ``..._out``) for
+``torch.compile``. ``mlakit.compat`` holds FlashMLA drop-ins. See docs/python.md.
 """
 
 import atexit as _atexit
@@ -30,12 +34,15 @@ except (ImportError, OSError):  # no PyTorch, or one that cannot load: _api repo
 from . import _C
 from ._api import (
     check_indices,
+    dequantize_dsa_fp8,
     dsa_sparse_attention,
+    dsa_sparse_attention_fp8,
     empty_cache,
     mla_check_inputs,
     mla_decode,
     mla_plan_info,
     plan_info,
+    quantize_dsa_fp8,
     torch_integration,
 )
 
@@ -44,12 +51,15 @@ __version__: str = _C.__version__
 __all__ = [
     "__version__",
     "check_indices",
+    "dequantize_dsa_fp8",
     "dsa_sparse_attention",
+    "dsa_sparse_attention_fp8",
     "empty_cache",
     "mla_check_inputs",
     "mla_decode",
     "mla_plan_info",
     "plan_info",
+    "quantize_dsa_fp8",
     "torch_integration",
 ]
 

@@ -1,6 +1,7 @@
 """The public calls of mlakit, kept thin: one C++ call per attention call on the common path.
 
-Route of ``dsa_sparse_attention`` and ``mla_decode``:
+Route of ``dsa_sparse_attention``, ``dsa_sparse_attention_fp8``, ``quantize_dsa_fp8`` and
+``mla_decode``:
 
 * a plain ``torch.Tensor`` in eager mode goes straight to ``mlakit._C`` (validation, cached plan,
   cached workspace and launch all happen there; the stream is PyTorch's current stream on the
@@ -24,6 +25,8 @@ else:
     _torch_error = None
 
 _run = _C.dsa_sparse_attention
+_run_fp8 = _C.dsa_sparse_attention_fp8
+_quantize = _C.quantize_dsa_fp8
 _run_mla = _C.mla_decode
 
 if _torch is not None:
@@ -40,6 +43,29 @@ else:
 
     _needs_stream = False
     _stream_of = None
+
+
+def _stream_arg(tensor, stream):
+    """The extension's stream argument: the given stream (a ``torch.cuda.Stream`` or a raw
+    cudaStream_t as an int), else None (the extension asks the inputs' framework for its current
+    stream), or PyTorch's current stream where PyTorch publishes no exchange API."""
+    if stream is not None:
+        return getattr(stream, "cuda_stream", stream)
+    if _needs_stream and isinstance(tensor, _Tensor):
+        return _stream_of(tensor)
+    return None
+
+
+def _through_ops(tensor, stream) -> bool:
+    """Whether a call that is not plain eager PyTorch goes through the torch.ops operators (while
+    compiling, or for tensor subclasses). Those run on the current stream: no ``stream`` there."""
+    if _torch is None or not _torch.HAS_OPS or not isinstance(tensor, _Tensor):
+        return False
+    if stream is not None:
+        raise ValueError("stream: only eager calls on plain torch.Tensors take a stream; while "
+                         "compiling (or for tensor subclasses) the call runs on the current "
+                         "stream: use `with torch.cuda.stream(s):`")
+    return True
 
 
 def dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, *,
@@ -78,12 +104,93 @@ def dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_
 
 
 def _dispatch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
-    is_torch = _torch is not None and isinstance(q_nope, _Tensor)
-    if is_torch and _torch.HAS_OPS:
+    if _through_ops(q_nope, None):
         return _torch.call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out,
                               lse)
-    stream = _stream_of(q_nope) if is_torch and _needs_stream else None
-    return _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse, stream)
+    return _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse,
+                _stream_arg(q_nope, None))
+
+
+def dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, *, out=None,
+                             lse=None, stream=None):
+    """``dsa_sparse_attention`` on DeepSeek-V3.2's FP8 cache (656-byte rows: 512 e4m3 latent
+    values, 4 fp32 scales, 64 bf16 rope values; see ``quantize_dsa_fp8``).
+
+    Args:
+        q_nope: bf16 [T, H, 512] latent query (H = 16), layout rules as for
+            ``dsa_sparse_attention``.
+        q_pe: bf16 [T, H, 64] rope query, same rules.
+        kv_cache: uint8 or float8_e4m3fn [num_pages, page_size, 656], or FlashMLA's
+            [num_pages, page_size, 1, 656]; the rows of a page contiguous, pages any multiple of
+            16 bytes apart (FlashMLA pads each page by one row), 16-byte aligned.
+        sparse_indices: int32 [T, topk] flat slots (page * page_size + offset); -1 is padding.
+        sm_scale: softmax scale (a float).
+        out: optional bf16 [T, H, 512] contiguous output, written in place.
+        lse: optional fp32 [T, H] contiguous base-2 log-sum-exp, written in place.
+        stream: None (the current CUDA stream of the inputs' device), a ``torch.cuda.Stream``
+            or a raw cudaStream_t as an int. Eager calls only.
+
+    Returns:
+        ``(out, lse)``, computed on the dequantized cache (exact in bf16) with the semantics of
+        ``dsa_sparse_attention``: an empty row gives output 0 and lse -inf; nothing
+        synchronizes; with ``out`` and ``lse`` given and the shape seen before, a call allocates
+        nothing (CUDA-graph friendly).
+
+    Raises:
+        As ``dsa_sparse_attention``; errors about the cache name ``kv_cache``.
+    """
+    if type(q_nope) is _Tensor and not _is_compiling():
+        return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse,
+                        _stream_arg(q_nope, stream))
+    if _through_ops(q_nope, stream):
+        return _torch.call_fp8_op(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse)
+    return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse,
+                    _stream_arg(q_nope, stream))
+
+
+def quantize_dsa_fp8(ckv, kpe=None, *, out=None, stream=None):
+    """Writes DeepSeek-V3.2's FP8 cache of a bf16 cache, on the GPU.
+
+    Per slot, the 512 latent values become 4 tiles of 128, each stored as e4m3 values with one
+    fp32 scale: the smallest power of two >= max(amax / 448, 1e-4); the 64 rope values are
+    copied. Dequantization (``dequantize_dsa_fp8``) is e4m3 * scale, exact in bf16.
+
+    Args:
+        ckv: bf16 [num_pages, page_size, 512] latent cache; or, with ``kpe=None``, the combined
+            [num_pages, page_size, 576] cache (512 latent then 64 rope), split into views
+            without a copy. Last dimension contiguous, slots evenly spaced
+            (``stride[0] == page_size * stride[1]``), 16-byte aligned rows.
+        kpe: bf16 [num_pages, page_size, 64] rope-key cache, same rules; or None (see ckv).
+        out: optional uint8 or float8_e4m3fn [num_pages, page_size, 656] or
+            [num_pages, page_size, 1, 656] destination, rows of a page contiguous, pages any
+            multiple of 16 bytes apart (FlashMLA's padded pages: the padding is not written).
+        stream: None (the current CUDA stream of the inputs' device), a ``torch.cuda.Stream``
+            or a raw cudaStream_t as an int. Eager calls only.
+
+    Returns:
+        ``out``, or a new uint8 [num_pages, page_size, 656] tensor. Nothing synchronizes.
+
+    Raises:
+        TypeError: an argument is not a tensor or has the wrong dtype.
+        ValueError: shapes, strides, alignment or devices break the contract.
+        RuntimeError: a CUDA error or an allocation failure.
+    """
+    if type(ckv) is _Tensor and not _is_compiling():
+        return _quantize(ckv, kpe, out, _stream_arg(ckv, stream))
+    if _through_ops(ckv, stream):
+        return _torch.call_quantize_op(ckv, kpe, out)
+    return _quantize(ckv, kpe, out, _stream_arg(ckv, stream))
+
+
+def dequantize_dsa_fp8(cache):
+    """``(ckv, kpe)``, bf16 [num_pages, page_size, 512] and [num_pages, page_size, 64], of an FP8
+    cache (uint8 or float8_e4m3fn, [num_pages, page_size, 656] or [num_pages, page_size, 1,
+    656], any strides): each e4m3 value times its tile's fp32 scale, rounded to bf16 (exact for
+    the quantizer's power-of-two scales), and the rope values as stored. Computed in PyTorch on
+    the cache's device, for checks (``dsa_sparse_attention_fp8`` reads the FP8 cache itself)."""
+    if _torch is None:
+        raise ImportError(f"dequantize_dsa_fp8 needs PyTorch ({_torch_error})")
+    return _torch.dequantize_dsa_fp8(cache)
 
 
 def mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale, *,
@@ -127,13 +234,11 @@ def mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, s
     if type(q_nope) is _Tensor and not _is_compiling():
         return _run_mla(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale,
                         causal, out, lse, _stream_of(q_nope) if _needs_stream else None)
-    is_torch = _torch is not None and isinstance(q_nope, _Tensor)
-    if is_torch and _torch.HAS_OPS:
+    if _through_ops(q_nope, None):
         return _torch.call_mla_op(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens,
                                   sm_scale, causal, out, lse)
-    stream = _stream_of(q_nope) if is_torch and _needs_stream else None
     return _run_mla(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, sm_scale,
-                    causal, out, lse, stream)
+                    causal, out, lse, _stream_arg(q_nope, None))
 
 
 def mla_check_inputs(block_table, cache_seqlens, ckv_cache) -> None:
@@ -158,7 +263,8 @@ def mla_plan_info(batch: int, num_pages: int, max_pages: int, *, seq_q: int = 1,
 
 
 def check_indices(sparse_indices, ckv_cache) -> None:
-    """Raises ValueError naming the first index that is neither -1 nor a slot of ``ckv_cache``.
+    """Raises ValueError naming the first index that is neither -1 nor a slot of ``ckv_cache``
+    (the bf16 latent cache, or the FP8 cache of ``dsa_sparse_attention_fp8``).
 
     The attention call itself treats such indices as padding (it never reads outside the
     cache); this is the checked mode. It synchronizes the current stream, so it cannot run
@@ -172,12 +278,12 @@ def check_indices(sparse_indices, ckv_cache) -> None:
 
 def plan_info(num_tokens: int, num_pages: int, page_size: int = 64, topk: int = 2048, *,
               device: int | None = None, num_heads: int = 16, head_dim_ckv: int = 512,
-              head_dim_kpe: int = 64) -> dict:
-    """The plan a ``dsa_sparse_attention`` call of this shape uses on ``device`` (default: the
-    current CUDA device):
+              head_dim_kpe: int = 64, kv: str = "bf16") -> dict:
+    """The plan a ``dsa_sparse_attention`` call (``kv="fp8"``: ``dsa_sparse_attention_fp8``) of
+    this shape uses on ``device`` (default: the current CUDA device):
     ``{"problem", "kernel_key", "tiling", "workspace_bytes"}``."""
     return _C.plan_info(num_tokens, num_pages, page_size, topk, -1 if device is None else device,
-                        num_heads, head_dim_ckv, head_dim_kpe)
+                        num_heads, head_dim_ckv, head_dim_kpe, kv)
 
 
 def empty_cache() -> None:

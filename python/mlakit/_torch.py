@@ -4,14 +4,22 @@
   sm_scale) -> (output, lse)``: functional; outputs allocated by the op.
 * ``torch.ops.mlakit.dsa_sparse_attention_out(..., sm_scale, out, lse) -> None``: destination
   passing; mutates ``out`` and ``lse``.
+* ``torch.ops.mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale)
+  -> (output, lse)`` and ``torch.ops.mlakit.dsa_sparse_attention_fp8_out(..., sm_scale, out, lse)
+  -> None``: the same pair on DeepSeek-V3.2's FP8 cache.
+* ``torch.ops.mlakit.quantize_dsa_fp8(ckv, kpe) -> cache`` (kpe may be None: the combined cache)
+  and ``torch.ops.mlakit.quantize_dsa_fp8_out(ckv, kpe, out) -> None``: the FP8 quantizer.
 * ``torch.ops.mlakit.mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens,
   sm_scale, causal) -> (output, lse)`` (q_pe and kpe_cache may be None: the combined layouts) and
   ``torch.ops.mlakit.mla_decode_out(..., causal, out, lse) -> None``, the same pair for dense
   paged MLA decode.
 
 All have fake (meta) implementations, so ``torch.compile`` traces them as opaque ops with known
-output shapes; none has a backward. ``mlakit.dsa_sparse_attention`` and ``mlakit.mla_decode``
-route to them while compiling.
+output shapes; none has a backward. ``mlakit.dsa_sparse_attention``,
+``mlakit.dsa_sparse_attention_fp8``, ``mlakit.quantize_dsa_fp8`` and ``mlakit.mla_decode`` route
+to them while compiling.
+
+``dequantize_dsa_fp8`` (``mlakit.dequantize_dsa_fp8``) reads an FP8 cache back in PyTorch.
 
 No ``from __future__ import annotations`` here: torch.library reads the annotations below to infer
 the operators' schemas.
@@ -24,9 +32,19 @@ import torch
 from . import _C
 
 _run = _C.dsa_sparse_attention
+_run_fp8 = _C.dsa_sparse_attention_fp8
+_quantize = _C.quantize_dsa_fp8
 _run_mla = _C.mla_decode
 
 _MLA_LATENT_WIDTH = 512  # the combined query [b, s_q, h, 576] is 512 latent then 64 rope
+
+# DeepSeek-V3.2's FP8 cache row (include/mlakit/dsa_fp8.h): [0, 512) e4m3 latent, [512, 528) four
+# fp32 scales (one per 128 latent channels), [528, 656) 64 bf16 rope values.
+FP8_ROW_BYTES = 656
+FP8_LATENT = 512
+FP8_SCALES = slice(512, 528)
+FP8_ROPE = slice(528, 656)
+FP8_TILE = 128
 
 _DTYPES = {
     "bfloat16": torch.bfloat16,
@@ -80,9 +98,7 @@ def _define_ops() -> Optional[str]:
 
     @dsa_sparse_attention.register_fake
     def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale):
-        num_tokens, num_heads, head_dim_ckv = q_nope.shape
-        return (q_nope.new_empty((num_tokens, num_heads, head_dim_ckv), dtype=torch.bfloat16),
-                q_nope.new_empty((num_tokens, num_heads), dtype=torch.float32))
+        return dsa_outputs(q_nope)
 
     @torch.library.custom_op("mlakit::dsa_sparse_attention_out", mutates_args=("out", "lse"))
     def dsa_sparse_attention_out(q_nope: torch.Tensor, q_pe: torch.Tensor,
@@ -94,6 +110,45 @@ def _define_ops() -> Optional[str]:
 
     @dsa_sparse_attention_out.register_fake
     def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
+        return None
+
+    @torch.library.custom_op("mlakit::dsa_sparse_attention_fp8", mutates_args=())
+    def dsa_sparse_attention_fp8(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_cache: torch.Tensor,
+                                 sparse_indices: torch.Tensor,
+                                 sm_scale: float) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, None, None,
+                        _stream(q_nope))
+
+    @dsa_sparse_attention_fp8.register_fake
+    def _(q_nope, q_pe, kv_cache, sparse_indices, sm_scale):
+        return dsa_outputs(q_nope)
+
+    @torch.library.custom_op("mlakit::dsa_sparse_attention_fp8_out", mutates_args=("out", "lse"))
+    def dsa_sparse_attention_fp8_out(q_nope: torch.Tensor, q_pe: torch.Tensor,
+                                     kv_cache: torch.Tensor, sparse_indices: torch.Tensor,
+                                     sm_scale: float, out: torch.Tensor, lse: torch.Tensor) -> None:
+        _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse, _stream(q_nope))
+
+    @dsa_sparse_attention_fp8_out.register_fake
+    def _(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse):
+        return None
+
+    @torch.library.custom_op("mlakit::quantize_dsa_fp8", mutates_args=())
+    def quantize_dsa_fp8(ckv: torch.Tensor, kpe: Optional[torch.Tensor]) -> torch.Tensor:
+        return _quantize(ckv, kpe, None, _stream(ckv))
+
+    @quantize_dsa_fp8.register_fake
+    def _(ckv, kpe):
+        num_pages, page_size = ckv.shape[:2]
+        return ckv.new_empty((num_pages, page_size, FP8_ROW_BYTES), dtype=torch.uint8)
+
+    @torch.library.custom_op("mlakit::quantize_dsa_fp8_out", mutates_args=("out",))
+    def quantize_dsa_fp8_out(ckv: torch.Tensor, kpe: Optional[torch.Tensor],
+                             out: torch.Tensor) -> None:
+        _quantize(ckv, kpe, out, _stream(ckv))
+
+    @quantize_dsa_fp8_out.register_fake
+    def _(ckv, kpe, out):
         return None
 
     @torch.library.custom_op("mlakit::mla_decode", mutates_args=())
@@ -156,16 +211,69 @@ def call_mla_op(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens, 
     return out, lse
 
 
-def call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
-    """mlakit.dsa_sparse_attention through torch.ops (while compiling, or for subclasses)."""
+def dsa_outputs(q_nope) -> Tuple[torch.Tensor, torch.Tensor]:
+    """New (output [T, H, 512] bf16, lse [T, H] fp32) for a DSA call of ``q_nope``."""
+    num_tokens, num_heads, head_dim_ckv = q_nope.shape
+    return (q_nope.new_empty((num_tokens, num_heads, head_dim_ckv), dtype=torch.bfloat16),
+            q_nope.new_empty((num_tokens, num_heads), dtype=torch.float32))
+
+
+def _call_dsa_op(functional, destination, inputs, sm_scale, out, lse):
+    """A DSA call through torch.ops: the functional operator when neither output is given, else
+    the destination-passing one, with the missing output allocated."""
     sm_scale = float(sm_scale)
     if out is None and lse is None:
-        return torch.ops.mlakit.dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache,
-                                                     sparse_indices, sm_scale)
+        return functional(*inputs, sm_scale)
+    q_nope = inputs[0]
     if out is None:
         out = q_nope.new_empty(q_nope.shape, dtype=torch.bfloat16)
     if lse is None:
         lse = q_nope.new_empty(q_nope.shape[:2], dtype=torch.float32)
-    torch.ops.mlakit.dsa_sparse_attention_out(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices,
-                                              sm_scale, out, lse)
+    destination(*inputs, sm_scale, out, lse)
     return out, lse
+
+
+def call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
+    """mlakit.dsa_sparse_attention through torch.ops (while compiling, or for subclasses)."""
+    return _call_dsa_op(torch.ops.mlakit.dsa_sparse_attention,
+                        torch.ops.mlakit.dsa_sparse_attention_out,
+                        (q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices), sm_scale, out, lse)
+
+
+def call_fp8_op(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse):
+    """mlakit.dsa_sparse_attention_fp8 through torch.ops (while compiling, or for subclasses)."""
+    return _call_dsa_op(torch.ops.mlakit.dsa_sparse_attention_fp8,
+                        torch.ops.mlakit.dsa_sparse_attention_fp8_out,
+                        (q_nope, q_pe, kv_cache, sparse_indices), sm_scale, out, lse)
+
+
+def call_quantize_op(ckv, kpe, out):
+    """mlakit.quantize_dsa_fp8 through torch.ops (while compiling, or for subclasses)."""
+    if out is None:
+        return torch.ops.mlakit.quantize_dsa_fp8(ckv, kpe)
+    torch.ops.mlakit.quantize_dsa_fp8_out(ckv, kpe, out)
+    return out
+
+
+def dequantize_dsa_fp8(cache) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(ckv [P, PS, 512] bf16, kpe [P, PS, 64] bf16) of an FP8 cache: e4m3 * its tile's scale,
+    computed in fp32 and rounded to bf16 (exact for scales that are powers of two, as the
+    quantizer writes), and the rope bytes as they are."""
+    if not isinstance(cache, torch.Tensor):
+        raise TypeError(f"cache: expected a torch.Tensor, got {type(cache).__name__}")
+    if cache.dtype not in (torch.uint8, torch.float8_e4m3fn):
+        raise TypeError(f"cache: expected dtype uint8 or float8_e4m3fn, got "
+                        f"{str(cache.dtype).replace('torch.', '')}")
+    if cache.dim() == 4 and cache.shape[2] == 1:  # FlashMLA's [num_pages, page_size, 1, 656]
+        cache = cache[:, :, 0]
+    if cache.dim() != 3 or cache.shape[2] != FP8_ROW_BYTES:
+        raise ValueError(f"cache: expected shape [num_pages, page_size, 656] or "
+                         f"[num_pages, page_size, 1, 656], got {list(cache.shape)}")
+    rows = cache.view(torch.uint8)
+    num_pages, page_size = rows.shape[:2]
+    codes = rows[..., :FP8_LATENT].view(torch.float8_e4m3fn).float()
+    scales = rows[..., FP8_SCALES].contiguous().view(torch.float32)
+    tiles = codes.reshape(num_pages, page_size, -1, FP8_TILE) * scales[..., None]
+    ckv = tiles.reshape(num_pages, page_size, FP8_LATENT).to(torch.bfloat16)
+    kpe = rows[..., FP8_ROPE].contiguous().view(torch.bfloat16)
+    return ckv, kpe

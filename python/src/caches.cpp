@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "call_args.h"
 #include "py_errors.h"
 
 namespace mlakit::python {
@@ -203,15 +204,14 @@ void DeviceBuffer::reset() {
 }
 
 DeviceBuffer DeviceBuffer::allocate(const dl::ExchangeApi* api, size_t bytes, int device) {
-  constexpr dl::DataType kU8{dl::kUInt, 8, 1};
   DeviceBuffer b;
   b.bytes_ = bytes;
   if (api != nullptr && api->managed_tensor_allocator != nullptr) {
-    b.managed_ = exchange_allocate(api, {int64_t(bytes)}, kU8, device, "workspace");
+    b.managed_ = exchange_allocate(api, {int64_t(bytes)}, kUInt8, device, "workspace");
     b.data_ = static_cast<char*>(b.managed_->dl_tensor.data) + b.managed_->dl_tensor.byte_offset;
     return b;
   }
-  b.owner_ = python_allocate({int64_t(bytes)}, kU8, device, "workspace");
+  b.owner_ = python_allocate({int64_t(bytes)}, kUInt8, device, "workspace");
   TensorArg view;
   std::string why;
   if (!view.import(b.owner_, &why))

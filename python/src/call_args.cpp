@@ -32,6 +32,20 @@ void expect_dtype(const TensorArg& t, const char* name, dl::DataType want) {
                                dtype_name(t.view().dtype));
 }
 
+bool has_dtype(const TensorArg& t, std::initializer_list<dl::DataType> any_of) {
+  for (dl::DataType want : any_of)
+    if (same_dtype(t.view().dtype, want)) return true;
+  return false;
+}
+
+void expect_dtype(const TensorArg& t, const char* name, std::initializer_list<dl::DataType> any_of) {
+  if (has_dtype(t, any_of)) return;
+  std::string expected;
+  for (dl::DataType want : any_of) expected += (expected.empty() ? "" : " or ") + dtype_name(want);
+  raise(PyExc_TypeError, std::string(name) + ": expected dtype " + expected + ", got " +
+                             dtype_name(t.view().dtype));
+}
+
 void expect_ndim(const TensorArg& t, const char* name, int ndim, const char* dims) {
   if (t.ndim() != ndim)
     raise(PyExc_ValueError, std::string(name) + ": expected " + std::to_string(ndim) +

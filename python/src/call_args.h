@@ -19,6 +19,8 @@ namespace mlakit::python {
 inline constexpr dl::DataType kBf16{dl::kBfloat, 16, 1};
 inline constexpr dl::DataType kInt32{dl::kInt, 32, 1};
 inline constexpr dl::DataType kFloat32{dl::kFloat, 32, 1};
+inline constexpr dl::DataType kUInt8{dl::kUInt, 8, 1};
+inline constexpr dl::DataType kFloat8E4m3fn{dl::kFloat8E4m3fn, 8, 1};
 
 std::string py_type_name(nb::handle obj);
 
@@ -26,6 +28,9 @@ std::string py_type_name(nb::handle obj);
 void import_tensor(TensorArg& t, const char* name, nb::handle obj);
 // TypeError for another dtype.
 void expect_dtype(const TensorArg& t, const char* name, dl::DataType want);
+// TypeError unless the dtype is one of `any_of` ("expected dtype uint8 or float8_e4m3fn, got ...").
+void expect_dtype(const TensorArg& t, const char* name, std::initializer_list<dl::DataType> any_of);
+bool has_dtype(const TensorArg& t, std::initializer_list<dl::DataType> any_of);
 // ValueError for another rank; `dims` names the dimensions ("[num_tokens, topk]").
 void expect_ndim(const TensorArg& t, const char* name, int ndim, const char* dims);
 // ValueError unless the sizes match `want`, where -1 matches any size; `why` says where the

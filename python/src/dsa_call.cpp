@@ -8,64 +8,60 @@
 
 #include "call_args.h"
 #include "caches.h"
+#include "dsa_layout.h"
 #include "mlakit/dsa.h"
+#include "mlakit/dsa_fp8.h"
 #include "py_errors.h"
-#include "runtime/dsa/layout.h"
 #include "tensor_arg.h"
 
 namespace mlakit::python {
 namespace {
 
-// ---- DSA's layout rules (runtime/dsa/layout.h) on DLPack metadata ---------------------------
-// dtype and shape come first, then strides and alignment, the device last (call_args.h): all
-// but the device check read only metadata, so the same checks (and tests) hold for tensors of
-// any device.
+// The FP8 cache's row holds a 512-wide latent and a 64-wide rope part (mlakit/dsa_fp8.h): the
+// query's widths.
+constexpr int64_t kFp8LatentWidth = dsa_fp8::kNopeBytes;      // 512 e4m3
+constexpr int64_t kFp8RopeWidth = dsa_fp8::kRopeBytes / 2;    // 64 bf16
 
-// Innermost dimension contiguous; every outer stride positive and a whole number of 16-byte rows.
-void expect_row_layout(const TensorArg& t, const char* name) {
-  expect_contiguous_last_dim(t, name);
-  const int64_t elem = t.view().dtype.bits / 8;
-  for (int i = 0; i < t.ndim() - 1; ++i)
-    if (t.size(i) > 1 && !dsa_layout::whole_rows(used_stride(t, i), elem))
-      raise(PyExc_ValueError,
-            std::string(name) + ": strides " + strides_string(t) + " (elements) for shape " +
-                shape_string(t) + ": outer strides must be positive multiples of " +
-                std::to_string(dsa_layout::stride_multiple(elem)) +
-                " elements (16-byte rows); call .contiguous()");
-}
-
-void expect_aligned(const TensorArg& t, const char* name) {
-  if (!dsa_layout::aligned(t.data()))
-    raise_misaligned(t, name, int(dsa_layout::kRowAlignBytes),
-                     "(rows are copied 16 bytes at a time); a view starting mid-row? call .clone()");
-}
-
-// The slot stride of a [num_pages, page_size, D] cache: slots must be evenly spaced across
-// pages, because the kernel addresses slot j as base + j * stride.
-int64_t slot_stride(const TensorArg& t, const char* name) {
-  const int64_t pages = t.size(0), page_size = t.size(1);
-  if (pages > 1 && page_size > 1 && t.stride(0) != page_size * t.stride(1))
-    raise(PyExc_ValueError, std::string(name) + ": pages must be contiguous runs of slots "
-                                                "(stride[0] == page_size * stride[1]), got strides " +
-                                strides_string(t) + " for shape " + shape_string(t));
-  return page_size > 1 ? used_stride(t, 1) : used_stride(t, 0);
-}
-
-// The tensors of one call, read from Python and checked in the order the contract states.
+// The tensors of one call, read from Python and checked in the order the contract states. The
+// bf16 cache is ckv and kpe; the FP8 cache (fp8) is kv alone.
 struct DsaArgs {
-  TensorArg q_nope, q_pe, ckv, kpe, indices, out, lse;
+  bool fp8 = false;
+  TensorArg q_nope, q_pe, ckv, kpe, kv, indices, out, lse;
   bool have_out = false, have_lse = false;
   float sm_scale = 0.f;
-  int64_t ckv_slot_stride = 0, kpe_slot_stride = 0;
+  int64_t ckv_slot_stride = 0, kpe_slot_stride = 0, kv_page_stride = 0;
   int device = 0;
+
+  // The cache tensor whose first two dimensions are [num_pages, page_size], and its name.
+  const TensorArg& pages() const { return fp8 ? kv : ckv; }
+  const char* pages_name() const { return fp8 ? "kv_cache" : "ckv_cache"; }
 };
 
-void import_args(DsaArgs& a, nb::handle q_nope, nb::handle q_pe, nb::handle ckv, nb::handle kpe,
+// Calls f(tensor, name) for the inputs, in argument order.
+template <class F>
+void for_each_input(const DsaArgs& a, F&& f) {
+  f(a.q_nope, "q_nope");
+  f(a.q_pe, "q_pe");
+  if (a.fp8) {
+    f(a.kv, "kv_cache");
+  } else {
+    f(a.ckv, "ckv_cache");
+    f(a.kpe, "kpe_cache");
+  }
+  f(a.indices, "sparse_indices");
+}
+
+// `cache` is ckv_cache, or kv_cache for the FP8 cache (then `kpe` is unused).
+void import_args(DsaArgs& a, nb::handle q_nope, nb::handle q_pe, nb::handle cache, nb::handle kpe,
                  nb::handle indices, nb::handle scale, nb::handle out, nb::handle lse) {
   import_tensor(a.q_nope, "q_nope", q_nope);
   import_tensor(a.q_pe, "q_pe", q_pe);
-  import_tensor(a.ckv, "ckv_cache", ckv);
-  import_tensor(a.kpe, "kpe_cache", kpe);
+  if (a.fp8) {
+    import_tensor(a.kv, "kv_cache", cache);
+  } else {
+    import_tensor(a.ckv, "ckv_cache", cache);
+    import_tensor(a.kpe, "kpe_cache", kpe);
+  }
   import_tensor(a.indices, "sparse_indices", indices);
   a.sm_scale = float(read_scale(scale));
   a.have_out = !out.is_none();
@@ -77,15 +73,23 @@ void import_args(DsaArgs& a, nb::handle q_nope, nb::handle q_pe, nb::handle ckv,
 void check_dtypes_and_ranks(const DsaArgs& a) {
   expect_dtype(a.q_nope, "q_nope", kBf16);
   expect_dtype(a.q_pe, "q_pe", kBf16);
-  expect_dtype(a.ckv, "ckv_cache", kBf16);
-  expect_dtype(a.kpe, "kpe_cache", kBf16);
+  if (a.fp8) {
+    expect_fp8_cache_dtype(a.kv, "kv_cache");
+  } else {
+    expect_dtype(a.ckv, "ckv_cache", kBf16);
+    expect_dtype(a.kpe, "kpe_cache", kBf16);
+  }
   expect_dtype(a.indices, "sparse_indices", kInt32);
   if (a.have_out) expect_dtype(a.out, "out", kBf16);
   if (a.have_lse) expect_dtype(a.lse, "lse", kFloat32);
   expect_ndim(a.q_nope, "q_nope", 3, "[num_tokens, num_heads, head_dim_ckv]");
   expect_ndim(a.q_pe, "q_pe", 3, "[num_tokens, num_heads, head_dim_kpe]");
-  expect_ndim(a.ckv, "ckv_cache", 3, "[num_pages, page_size, head_dim_ckv]");
-  expect_ndim(a.kpe, "kpe_cache", 3, "[num_pages, page_size, head_dim_kpe]");
+  if (a.fp8) {
+    expect_fp8_cache_rank(a.kv, "kv_cache");
+  } else {
+    expect_ndim(a.ckv, "ckv_cache", 3, "[num_pages, page_size, head_dim_ckv]");
+    expect_ndim(a.kpe, "kpe_cache", 3, "[num_pages, page_size, head_dim_kpe]");
+  }
   expect_ndim(a.indices, "sparse_indices", 2, "[num_tokens, topk]");
   if (a.have_out) expect_ndim(a.out, "out", 3, "[num_tokens, num_heads, head_dim_ckv]");
   if (a.have_lse) expect_ndim(a.lse, "lse", 2, "[num_tokens, num_heads]");
@@ -93,59 +97,65 @@ void check_dtypes_and_ranks(const DsaArgs& a) {
 
 void check_shapes(const DsaArgs& a) {
   const int64_t T = a.q_nope.size(0), H = a.q_nope.size(1), D_ckv = a.q_nope.size(2);
-  const int64_t P = a.ckv.size(0), page_size = a.ckv.size(1);
   expect_shape(a.q_pe, "q_pe", {T, H, -1}, "num_tokens and num_heads of q_nope");
-  expect_shape(a.ckv, "ckv_cache", {-1, -1, D_ckv}, "head_dim_ckv of q_nope");
-  expect_shape(a.kpe, "kpe_cache", {P, page_size, a.q_pe.size(2)},
-               "num_pages and page_size of ckv_cache, head_dim_kpe of q_pe");
+  if (a.fp8) {
+    expect_shape(a.q_nope, "q_nope", {-1, -1, kFp8LatentWidth}, "the latent width of the FP8 cache");
+    expect_shape(a.q_pe, "q_pe", {-1, -1, kFp8RopeWidth}, "the rope width of the FP8 cache");
+    expect_fp8_cache_shape(a.kv, "kv_cache");
+  } else {
+    expect_shape(a.ckv, "ckv_cache", {-1, -1, D_ckv}, "head_dim_ckv of q_nope");
+    expect_shape(a.kpe, "kpe_cache", {a.ckv.size(0), a.ckv.size(1), a.q_pe.size(2)},
+                 "num_pages and page_size of ckv_cache, head_dim_kpe of q_pe");
+  }
   expect_shape(a.indices, "sparse_indices", {T, -1}, "num_tokens of q_nope");
   if (a.have_out) expect_shape(a.out, "out", {T, H, D_ckv}, "the shape of q_nope");
   if (a.have_lse) expect_shape(a.lse, "lse", {T, H}, "num_tokens and num_heads of q_nope");
 }
 
-// Strides and alignment (dsa_layout's rules), the devices last: all but the device check read
-// only metadata, so the same checks (and tests) hold for tensors of any device.
+// Strides and alignment (dsa_layout.h), the devices last: all but the device check read only
+// metadata, so the same checks (and tests) hold for tensors of any device.
 void check_layout_and_devices(DsaArgs& a) {
   expect_row_layout(a.q_nope, "q_nope");
   expect_row_layout(a.q_pe, "q_pe");
-  expect_row_layout(a.ckv, "ckv_cache");
-  expect_row_layout(a.kpe, "kpe_cache");
+  if (a.fp8) {
+    a.kv_page_stride = fp8_cache_page_stride(a.kv, "kv_cache");
+  } else {
+    expect_row_layout(a.ckv, "ckv_cache");
+    expect_row_layout(a.kpe, "kpe_cache");
+    a.ckv_slot_stride = slot_stride(a.ckv, "ckv_cache");
+    a.kpe_slot_stride = slot_stride(a.kpe, "kpe_cache");
+  }
   expect_row_layout(a.indices, "sparse_indices");
-  a.ckv_slot_stride = slot_stride(a.ckv, "ckv_cache");
-  a.kpe_slot_stride = slot_stride(a.kpe, "kpe_cache");
   if (a.have_out) expect_contiguous(a.out, "out");
   if (a.have_lse) expect_contiguous(a.lse, "lse");
-  for (auto [t, name] : {std::pair<const TensorArg*, const char*>{&a.q_nope, "q_nope"}, {&a.q_pe, "q_pe"},
-                         {&a.ckv, "ckv_cache"}, {&a.kpe, "kpe_cache"}, {&a.indices, "sparse_indices"}})
-    expect_aligned(*t, name);
+  for_each_input(a, [](const TensorArg& t, const char* name) { expect_aligned(t, name); });
   if (a.have_out) expect_aligned(a.out, "out");
   if (a.have_lse) expect_aligned(a.lse, "lse");
   expect_cuda(a.q_nope, "q_nope");
   a.device = a.q_nope.view().device.device_id;
-  expect_device(a.q_pe, "q_pe", a.device, "q_nope");
-  expect_device(a.ckv, "ckv_cache", a.device, "q_nope");
-  expect_device(a.kpe, "kpe_cache", a.device, "q_nope");
-  expect_device(a.indices, "sparse_indices", a.device, "q_nope");
+  for_each_input(a, [&](const TensorArg& t, const char* name) { expect_device(t, name, a.device, "q_nope"); });
   if (a.have_out) expect_device(a.out, "out", a.device, "q_nope");
   if (a.have_lse) expect_device(a.lse, "lse", a.device, "q_nope");
 }
 
 // Everything the plan needs is known: fail on an unsupported problem before allocating.
 DsaProblem problem_of(const DsaArgs& a) {
-  for (int64_t extent : {a.q_nope.size(0), a.q_nope.size(1), a.q_nope.size(2), a.q_pe.size(2), a.ckv.size(0),
-                         a.ckv.size(1), a.indices.size(1)})
+  const TensorArg& pages = a.pages();
+  for (int64_t extent : {a.q_nope.size(0), a.q_nope.size(1), a.q_nope.size(2), a.q_pe.size(2), pages.size(0),
+                         pages.size(1), a.indices.size(1)})
     if (extent > INT32_MAX)
-      raise(PyExc_ValueError, "q_nope, ckv_cache, sparse_indices: every extent must fit int32; got "
-                              "shapes " + shape_string(a.q_nope) + ", " + shape_string(a.ckv) + ", " +
-                              shape_string(a.indices));
+      raise(PyExc_ValueError, std::string("q_nope, ") + a.pages_name() + ", sparse_indices: every extent must "
+                              "fit int32; got shapes " + shape_string(a.q_nope) + ", " + shape_string(pages) +
+                              ", " + shape_string(a.indices));
   DsaProblem p;
   p.num_tokens = int(a.q_nope.size(0));
   p.num_heads = int(a.q_nope.size(1));
   p.head_dim_ckv = int(a.q_nope.size(2));
   p.head_dim_kpe = int(a.q_pe.size(2));
-  p.num_pages = int(a.ckv.size(0));
-  p.page_size = int(a.ckv.size(1));
+  p.num_pages = int(pages.size(0));
+  p.page_size = int(pages.size(1));
   p.topk = int(a.indices.size(1));
+  p.kv = a.fp8 ? DsaKv::kFp8 : DsaKv::kBf16;
   return p;
 }
 
@@ -163,8 +173,15 @@ DsaTensors tensors_of(const DsaArgs& a) {
   DsaTensors x;
   x.q_nope = a.q_nope.data();
   x.q_pe = a.q_pe.data();
-  x.ckv_cache = a.ckv.data();
-  x.kpe_cache = a.kpe.data();
+  if (a.fp8) {
+    x.kv_cache = a.kv.data();
+    x.kv_stride_page = a.kv_page_stride;
+  } else {
+    x.ckv_cache = a.ckv.data();
+    x.kpe_cache = a.kpe.data();
+    x.ckv_stride_slot = a.ckv_slot_stride;
+    x.kpe_stride_slot = a.kpe_slot_stride;
+  }
   x.sparse_indices = static_cast<const int32_t*>(a.indices.data());
   x.output = a.out.data();
   x.lse = static_cast<float*>(a.lse.data());
@@ -173,19 +190,14 @@ DsaTensors tensors_of(const DsaArgs& a) {
   x.q_nope_stride_h = used_stride(a.q_nope, 1);
   x.q_pe_stride_t = used_stride(a.q_pe, 0);
   x.q_pe_stride_h = used_stride(a.q_pe, 1);
-  x.ckv_stride_slot = a.ckv_slot_stride;
-  x.kpe_stride_slot = a.kpe_slot_stride;
   x.indices_stride_t = used_stride(a.indices, 0);
   return x;
 }
 
-}  // namespace
-
-nb::tuple dsa_sparse_attention(nb::handle q_nope_obj, nb::handle q_pe_obj, nb::handle ckv_obj,
-                               nb::handle kpe_obj, nb::handle indices_obj, nb::handle scale_obj,
-                               nb::handle out_obj, nb::handle lse_obj, nb::handle stream_obj) {
-  DsaArgs a;
-  import_args(a, q_nope_obj, q_pe_obj, ckv_obj, kpe_obj, indices_obj, scale_obj, out_obj, lse_obj);
+// The rest of a call once its arguments are read: checks, the cached plan, the outputs, the
+// workspace and the launch on the stream.
+nb::tuple check_and_run(DsaArgs& a, nb::handle q_nope_obj, nb::handle out_obj, nb::handle lse_obj,
+                        nb::handle stream_obj) {
   check_dtypes_and_ranks(a);
   check_shapes(a);
   check_layout_and_devices(a);
@@ -209,13 +221,35 @@ nb::tuple dsa_sparse_attention(nb::handle q_nope_obj, nb::handle q_pe_obj, nb::h
   return result;
 }
 
-void check_indices(nb::handle indices_obj, nb::handle ckv_obj, nb::handle stream_obj) {
-  TensorArg indices, ckv;
+}  // namespace
+
+nb::tuple dsa_sparse_attention(nb::handle q_nope_obj, nb::handle q_pe_obj, nb::handle ckv_obj,
+                               nb::handle kpe_obj, nb::handle indices_obj, nb::handle scale_obj,
+                               nb::handle out_obj, nb::handle lse_obj, nb::handle stream_obj) {
+  DsaArgs a;
+  import_args(a, q_nope_obj, q_pe_obj, ckv_obj, kpe_obj, indices_obj, scale_obj, out_obj, lse_obj);
+  return check_and_run(a, q_nope_obj, out_obj, lse_obj, stream_obj);
+}
+
+nb::tuple dsa_sparse_attention_fp8(nb::handle q_nope_obj, nb::handle q_pe_obj, nb::handle kv_obj,
+                                   nb::handle indices_obj, nb::handle scale_obj, nb::handle out_obj,
+                                   nb::handle lse_obj, nb::handle stream_obj) {
+  DsaArgs a;
+  a.fp8 = true;
+  import_args(a, q_nope_obj, q_pe_obj, kv_obj, nb::none(), indices_obj, scale_obj, out_obj, lse_obj);
+  return check_and_run(a, q_nope_obj, out_obj, lse_obj, stream_obj);
+}
+
+void check_indices(nb::handle indices_obj, nb::handle cache_obj, nb::handle stream_obj) {
+  TensorArg indices, cache;
   import_tensor(indices, "sparse_indices", indices_obj);
-  import_tensor(ckv, "ckv_cache", ckv_obj);
+  import_tensor(cache, "ckv_cache", cache_obj);
   expect_dtype(indices, "sparse_indices", kInt32);
   expect_ndim(indices, "sparse_indices", 2, "[num_tokens, topk]");
-  expect_ndim(ckv, "ckv_cache", 3, "[num_pages, page_size, head_dim_ckv]");
+  if (is_fp8_cache_dtype(cache))  // the FP8 cache: only its [num_pages, page_size] matter here
+    expect_fp8_cache_rank(cache, "ckv_cache");
+  else
+    expect_ndim(cache, "ckv_cache", 3, "[num_pages, page_size, head_dim_ckv]");
   expect_row_layout(indices, "sparse_indices");
   expect_aligned(indices, "sparse_indices");
   expect_cuda(indices, "sparse_indices");
@@ -225,8 +259,8 @@ void check_indices(nb::handle indices_obj, nb::handle ckv_obj, nb::handle stream
   DsaProblem problem;
   problem.num_tokens = int(indices.size(0));
   problem.topk = int(indices.size(1));
-  problem.num_pages = int(ckv.size(0));
-  problem.page_size = int(ckv.size(1));
+  problem.num_pages = int(cache.size(0));
+  problem.page_size = int(cache.size(1));
   DeviceGuard guard(device);
   const cudaStream_t stream =
       resolve_stream(stream_obj, exchange_api_of(Py_TYPE(indices_obj.ptr())), device);
@@ -240,8 +274,11 @@ void check_indices(nb::handle indices_obj, nb::handle ckv_obj, nb::handle stream
 }
 
 nb::dict plan_info(int num_tokens, int num_pages, int page_size, int topk, int device,
-                   int num_heads, int head_dim_ckv, int head_dim_kpe) {
+                   int num_heads, int head_dim_ckv, int head_dim_kpe, const std::string& kv) {
+  if (kv != "bf16" && kv != "fp8")
+    raise(PyExc_ValueError, "kv: expected 'bf16' or 'fp8', got '" + kv + "'");
   DsaProblem problem;
+  problem.kv = kv == "fp8" ? DsaKv::kFp8 : DsaKv::kBf16;
   problem.num_tokens = num_tokens;
   problem.num_pages = num_pages;
   problem.page_size = page_size;

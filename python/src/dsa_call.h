@@ -20,13 +20,23 @@ nb::tuple dsa_sparse_attention(nb::handle q_nope, nb::handle q_pe, nb::handle ck
                                nb::handle sm_scale, nb::handle out, nb::handle lse,
                                nb::handle stream);
 
+// mlakit._C.dsa_sparse_attention_fp8: the same call on DeepSeek-V3.2's FP8 cache (mlakit/dsa_fp8.h):
+// kv_cache uint8 or float8_e4m3fn, [num_pages, page_size, 656] or FlashMLA's
+// [num_pages, page_size, 1, 656], rows contiguous, pages a multiple of 16 bytes apart (FlashMLA's
+// padded pages included). Same returns, streams and errors.
+nb::tuple dsa_sparse_attention_fp8(nb::handle q_nope, nb::handle q_pe, nb::handle kv_cache,
+                                   nb::handle sparse_indices, nb::handle sm_scale, nb::handle out,
+                                   nb::handle lse, nb::handle stream);
+
 // mlakit._C.check_indices: raises ValueError naming the first index that is neither -1 nor a
-// slot of the cache. Synchronizes the stream; refuses to run inside a stream capture.
+// slot of the cache (bf16 ckv_cache, or the FP8 cache). Synchronizes the stream; refuses to run
+// inside a stream capture.
 void check_indices(nb::handle sparse_indices, nb::handle ckv_cache, nb::handle stream);
 
-// mlakit._C.plan_info: what a call of this shape would run (kernel key, tiling, workspace).
+// mlakit._C.plan_info: what a call of this shape would run (kernel key, tiling, workspace); `kv`
+// is the cache format, "bf16" or "fp8".
 nb::dict plan_info(int num_tokens, int num_pages, int page_size, int topk, int device,
-                   int num_heads, int head_dim_ckv, int head_dim_kpe);
+                   int num_heads, int head_dim_ckv, int head_dim_kpe, const std::string& kv);
 
 // mlakit._C.describe_tensor: the DLPack view the binding reads of `obj` (route, dtype, shape,
 // strides, device, data pointer). For tests and debugging.

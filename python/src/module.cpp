@@ -2,10 +2,12 @@
 // these entry points; docs/python.md is the user-facing reference.
 #include <cuda_runtime_api.h>
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
 
 #include "caches.h"
 #include "dsa_call.h"
 #include "mla_call.h"
+#include "quantize_call.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -24,12 +26,27 @@ NB_MODULE(_C, m) {
         "stream"_a.none() = nb::none(),
         "Runs DSA sparse attention decode; returns (out, lse), allocating whichever is None.\n"
         "stream: None = the inputs' framework's current stream, else a cudaStream_t as int.");
+  m.def("dsa_sparse_attention_fp8", &py::dsa_sparse_attention_fp8, "q_nope"_a.none(), "q_pe"_a.none(),
+        "kv_cache"_a.none(), "sparse_indices"_a.none(), "sm_scale"_a.none(),
+        "out"_a.none() = nb::none(), "lse"_a.none() = nb::none(), "stream"_a.none() = nb::none(),
+        "Runs DSA sparse attention decode on the FP8 cache (uint8 or float8_e4m3fn\n"
+        "[num_pages, page_size, 656] or [num_pages, page_size, 1, 656]); returns (out, lse),\n"
+        "allocating whichever is None. stream: None = the inputs' framework's current stream, else\n"
+        "a cudaStream_t as int.");
+  m.def("quantize_dsa_fp8", &py::quantize_dsa_fp8, "ckv"_a.none(), "kpe"_a.none() = nb::none(),
+        "out"_a.none() = nb::none(), "stream"_a.none() = nb::none(),
+        "Writes the FP8 cache of bf16 ckv [num_pages, page_size, 512] and kpe [.., 64] (kpe None: ckv\n"
+        "is the combined [.., 576] cache) into out, or a new uint8 [num_pages, page_size, 656]\n"
+        "tensor; returns it. stream: None = the inputs' framework's current stream, else a\n"
+        "cudaStream_t as int.");
   m.def("check_indices", &py::check_indices, "sparse_indices"_a.none(), "ckv_cache"_a.none(),
         "stream"_a.none() = nb::none(),
-        "Raises ValueError for an index that is neither -1 nor a slot of the cache. Synchronizes.");
+        "Raises ValueError for an index that is neither -1 nor a slot of the cache (bf16 or FP8).\n"
+        "Synchronizes.");
   m.def("plan_info", &py::plan_info, "num_tokens"_a, "num_pages"_a, "page_size"_a = 64,
         "topk"_a = 2048, "device"_a = -1, "num_heads"_a = 16, "head_dim_ckv"_a = 512,
-        "head_dim_kpe"_a = 64, "The plan a call of this shape would use (kernel, tiling, workspace).");
+        "head_dim_kpe"_a = 64, "kv"_a = "bf16",
+        "The plan a call of this shape would use (kernel, tiling, workspace); kv: 'bf16' or 'fp8'.");
   m.def("mla_decode", &py::mla_decode, "q_nope"_a.none(), "q_pe"_a.none(), "ckv_cache"_a.none(),
         "kpe_cache"_a.none(), "block_table"_a.none(), "cache_seqlens"_a.none(), "sm_scale"_a.none(),
         "causal"_a.none() = false, "out"_a.none() = nb::none(), "lse"_a.none() = nb::none(),

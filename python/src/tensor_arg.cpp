@@ -155,6 +155,9 @@ std::string dtype_name(const dl::DataType& t) {
         return "uint" + std::to_string(t.bits);
       case dl::kBool:
         return "bool";
+      case dl::kFloat8E4m3fn:
+        if (t.bits == 8) return "float8_e4m3fn";
+        break;
       default:
         break;
     }

@@ -24,7 +24,8 @@ namespace nb = nanobind;
 namespace dl {
 
 enum DeviceType : int32_t { kCPU = 1, kCUDA = 2, kCUDAHost = 3, kROCM = 10, kCUDAManaged = 13 };
-enum TypeCode : uint8_t { kInt = 0, kUInt = 1, kFloat = 2, kBfloat = 4, kBool = 6 };
+// kFloat8E4m3fn: DLPack 1.1's OCP E4M3, finite-only (torch.float8_e4m3fn).
+enum TypeCode : uint8_t { kInt = 0, kUInt = 1, kFloat = 2, kBfloat = 4, kBool = 6, kFloat8E4m3fn = 10 };
 
 struct Device {
   int32_t device_type;
@@ -112,7 +113,7 @@ class TensorArg {
   const char* route_ = "";
 };
 
-// "bfloat16", "int32", "float32", ... ; "dtype(code=.., bits=.., lanes=..)" for anything else.
+// "bfloat16", "int32", "float32", "float8_e4m3fn", ... ; "dtype(code=.., bits=.., lanes=..)" for anything else.
 std::string dtype_name(const dl::DataType& dtype);
 // "cuda:0", "cpu", "cuda_host", ...
 std::string device_name(const dl::Device& device);

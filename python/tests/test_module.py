@@ -23,7 +23,8 @@ def test_module_imports_with_version_and_entry_points():
     # The one place the version is written: project(mlakit VERSION ...) in CMakeLists.txt.
     cmake = (Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
     assert re.search(r"^project\(mlakit VERSION (\S+?) ", cmake, re.M).group(1) == mlakit.__version__
-    for name in ("dsa_sparse_attention", "check_indices", "plan_info", "empty_cache"):
+    for name in ("dsa_sparse_attention", "dsa_sparse_attention_fp8", "quantize_dsa_fp8",
+                 "dequantize_dsa_fp8", "check_indices", "plan_info", "empty_cache"):
         assert callable(getattr(mlakit, name)), name
     assert mlakit._C.cuda_runtime_version >= 12000
 
@@ -74,6 +75,18 @@ def test_import_works_without_torch():
         "    assert str(e).startswith('q_nope: expected a tensor'), e\n"
         "else:\n"
         "    raise AssertionError('no TypeError')\n"
+        "try:\n"
+        "    mlakit.quantize_dsa_fp8(1)\n"
+        "except TypeError as e:\n"
+        "    assert str(e).startswith('ckv: expected a tensor'), e\n"
+        "else:\n"
+        "    raise AssertionError('no TypeError')\n"
+        "try:\n"
+        "    mlakit.dequantize_dsa_fp8(1)\n"
+        "except ImportError as e:\n"
+        "    assert 'needs PyTorch' in str(e), e\n"
+        "else:\n"
+        "    raise AssertionError('no ImportError')\n"
         "print('ok', mlakit.__version__)\n")
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr
