@@ -1,16 +1,26 @@
 // DSA decode over the FP8 cache (mlakit/dsa_fp8.h) on the CPU: the host E4M3 codec and scale rule,
-// the row and cache quantizers, the problem's names, planning and dsa_run's checks for the format,
-// the roofline counts, the fp8 suites and the workbench's host inputs.
+// the row and cache quantizers, the problem's names and the roofline counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
 #include <vector>
 
+#include "base/bf16.h"
 #include "mlakit/dsa.h"
 #include "mlakit/dsa_fp8.h"
+#include "plan/dsa/contract.h"
 #include "plan/dsa/cost.h"
+#include "reference/dsa/fp8.h"
+#include "workloads/randn.h"
 
 namespace mlakit {
 namespace {
+
+using namespace dsa_fp8;
 
 DsaProblem contest_problem(int num_tokens, DsaKv kv) {
   DsaProblem p;
@@ -20,14 +30,198 @@ DsaProblem contest_problem(int num_tokens, DsaKv kv) {
   return p;
 }
 
-// ---- roofline counts ------------------------------------------------------------------------------
+bool is_nan_code(int code) { return (code & 0x7f) == 0x7f; }
+
+// The finite code nearest to x by search, ties to the even code (mantissa LSB 0), saturating to
+// +-448: what e4m3_from_float must give, found without its arithmetic.
+uint8_t nearest_code(float x) {
+  const uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
+  const double a = std::fabs(double(x));
+  int best = 0;
+  for (int c = 1; c <= 0x7e; ++c) {
+    const double d = std::fabs(double(fp8::e4m3_to_float(uint8_t(c))) - a);
+    const double d_best = std::fabs(double(fp8::e4m3_to_float(uint8_t(best))) - a);
+    if (d < d_best || (d == d_best && c % 2 == 0)) best = c;
+  }
+  return sign | uint8_t(best);
+}
+
+// ---- the E4M3 codec -------------------------------------------------------------------------------
+
+TEST(E4m3, EveryCodeRoundTripsAndNanCodesAreNan) {
+  float previous = -1.f;
+  for (int code = 0; code < 256; ++code) {
+    const float v = fp8::e4m3_to_float(uint8_t(code));
+    if (is_nan_code(code)) {
+      EXPECT_TRUE(std::isnan(v)) << code;
+      EXPECT_EQ(fp8::e4m3_from_float(v), uint8_t(code)) << code;  // NaN keeps its sign
+      continue;
+    }
+    EXPECT_EQ(fp8::e4m3_from_float(v), uint8_t(code)) << code << " = " << v;
+    EXPECT_EQ(std::signbit(v), code >= 0x80) << code;  // 0x80 is -0
+    if (code < 0x7f) {
+      EXPECT_GT(v, previous) << code;  // codes 0..0x7e count up
+      previous = v;
+    }
+  }
+  EXPECT_EQ(fp8::e4m3_to_float(0x7e), 448.f);
+  EXPECT_EQ(fp8::e4m3_to_float(0x01), std::ldexp(1.f, -9));
+  EXPECT_EQ(fp8::e4m3_to_float(0x08), std::ldexp(1.f, -6));
+}
+
+TEST(E4m3, TiesGoToTheEvenCode) {
+  for (int code = 0; code < 0x7e; ++code) {
+    for (const float sign : {1.f, -1.f}) {
+      const float lo = fp8::e4m3_to_float(uint8_t(code)), hi = fp8::e4m3_to_float(uint8_t(code + 1));
+      const float mid = sign * (lo + hi) / 2;  // exact: both have a 4-bit significand
+      const uint8_t s = sign < 0 ? 0x80 : 0;
+      const uint8_t even = s | uint8_t(code % 2 == 0 ? code : code + 1);
+      EXPECT_EQ(fp8::e4m3_from_float(mid), even) << code << " " << mid;
+      EXPECT_EQ(fp8::e4m3_from_float(std::nextafter(mid, 0.f)), s | uint8_t(code)) << code;
+      EXPECT_EQ(fp8::e4m3_from_float(std::nextafter(mid, sign * 1e9f)), s | uint8_t(code + 1)) << code;
+    }
+  }
+  EXPECT_EQ(fp8::e4m3_from_float(1.0625f), 0x38);  // 1 + 1/16: halfway 1 (even) and 1.125
+  EXPECT_EQ(fp8::e4m3_from_float(1.1875f), 0x3a);  // halfway 1.125 and 1.25 (even)
+}
+
+TEST(E4m3, SaturatesTo448) {
+  for (const float x : {448.f, 449.f, 464.f, 479.f, 480.f, 1e6f, std::numeric_limits<float>::max(),
+                        std::numeric_limits<float>::infinity()}) {
+    EXPECT_EQ(fp8::e4m3_from_float(x), 0x7e) << x;
+    EXPECT_EQ(fp8::e4m3_from_float(-x), 0xfe) << x;
+  }
+  EXPECT_EQ(fp8::e4m3_from_float(432.f), 0x7e);  // halfway 416 and 448 (even)
+  EXPECT_EQ(fp8::e4m3_from_float(431.f), 0x7d);  // 416
+}
+
+TEST(E4m3, SubnormalsStepBy2ToTheMinus9) {
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(fp8::e4m3_from_float(std::ldexp(float(k), -9)), k) << k;
+  EXPECT_EQ(fp8::e4m3_from_float(std::ldexp(1.f, -10)), 0x00);   // half a step: ties to 0
+  EXPECT_EQ(fp8::e4m3_from_float(std::ldexp(3.f, -10)), 0x02);   // 1.5 steps: ties to 2
+  EXPECT_EQ(fp8::e4m3_from_float(std::ldexp(5.f, -10)), 0x02);   // 2.5 steps: ties to 2
+  EXPECT_EQ(fp8::e4m3_from_float(std::ldexp(15.f, -10)), 0x08);  // 7.5 steps round up to 2^-6
+  EXPECT_EQ(fp8::e4m3_from_float(-std::ldexp(15.f, -10)), 0x88);
+  EXPECT_EQ(fp8::e4m3_from_float(std::nextafter(std::ldexp(15.f, -10), 0.f)), 0x07);
+  EXPECT_EQ(fp8::e4m3_from_float(std::numeric_limits<float>::denorm_min()), 0x00);
+  EXPECT_EQ(fp8::e4m3_from_float(-0.f), 0x80);
+}
+
+// Every finite bf16 value (the quantizer's inputs are bf16 divided by a power of two): the nearest
+// code by search.
+TEST(E4m3, EveryBf16ValueGetsTheNearestCode) {
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const float x = bf16_to_float(uint16_t(bits));
+    if (!std::isfinite(x)) continue;
+    ASSERT_EQ(fp8::e4m3_from_float(x), nearest_code(x)) << std::hex << bits << " = " << x;
+  }
+}
+
+// ---- the scale rule -------------------------------------------------------------------------------
+
+TEST(TileScale, SmallestPowerOfTwoAtLeastAmaxOver448ClampedAt1e4) {
+  for (int k = -13; k <= 10; ++k) {
+    const float amax = std::ldexp(448.f, k);
+    EXPECT_EQ(fp8::tile_scale(amax), std::ldexp(1.f, k)) << k;  // exactly a power of two times 448
+    EXPECT_EQ(fp8::tile_scale(std::nextafter(amax, 1e30f)), std::ldexp(1.f, k + 1)) << k;
+    EXPECT_EQ(fp8::tile_scale(std::nextafter(amax, 0.f)), std::ldexp(1.f, k)) << k;
+  }
+  EXPECT_EQ(fp8::tile_scale(1.75f), std::ldexp(1.f, -8));
+  EXPECT_EQ(fp8::tile_scale(1.7578125f), std::ldexp(1.f, -7));  // the next bf16 above 1.75
+  // max(amax / 448, 1e-4) rounded up: 1e-4 lies between 2^-14 and 2^-13.
+  for (const float amax : {0.f, 1e-30f, 1e-6f, 448e-4f, std::ldexp(448.f, -14)})
+    EXPECT_EQ(fp8::tile_scale(amax), std::ldexp(1.f, -13)) << amax;
+  EXPECT_EQ(fp8::tile_scale(4.f), 1.f / 64);  // 4 / 448 = 0.0089 -> 2^-6
+}
+
+// ---- rows and caches ------------------------------------------------------------------------------
+
+// A row's ckv: randn bf16 with one tile scaled up, one down past the clamp, one negative zero.
+std::vector<uint16_t> test_ckv(uint64_t stream) {
+  std::vector<uint16_t> ckv(kNopeBytes);
+  fill_randn_bf16(ckv.data(), kNopeBytes, 5, stream);
+  for (int d = 0; d < kTile; ++d) ckv[size_t(d)] = float_to_bf16(bf16_to_float(ckv[size_t(d)]) * 1000.f);
+  for (int d = kTile; d < 2 * kTile; ++d) ckv[size_t(d)] = float_to_bf16(bf16_to_float(ckv[size_t(d)]) * 1e-5f);
+  ckv[3 * kTile] = 0x8000;
+  return ckv;
+}
+
+TEST(QuantizeRow, DequantizedValuesAreWithinHalfAnE4m3StepAndExact) {
+  for (uint64_t stream = 0; stream < 8; ++stream) {
+    const std::vector<uint16_t> ckv = test_ckv(stream);
+    std::vector<uint16_t> kpe(64);
+    fill_randn_bf16(kpe.data(), 64, 6, stream);
+    uint8_t row[kRowBytes];
+    fp8::quantize_row(ckv.data(), kpe.data(), row);
+    float scales[kNumScales];
+    std::memcpy(scales, row + kScaleOffset, sizeof scales);  // fp32 scales at byte 512
+    std::vector<uint16_t> ckv_back(kNopeBytes), kpe_back(64);
+    fp8::dequantize_row(row, ckv_back.data(), kpe_back.data());
+    for (int t = 0; t < kNumScales; ++t) {
+      float amax = 0;
+      for (int d = t * kTile; d < (t + 1) * kTile; ++d) amax = std::fmax(amax, std::fabs(bf16_to_float(ckv[size_t(d)])));
+      EXPECT_EQ(scales[t], fp8::tile_scale(amax)) << t;
+    }
+    for (int d = 0; d < kNopeBytes; ++d) {
+      const float x = bf16_to_float(ckv[size_t(d)]), s = scales[d / kTile];
+      const float q = fp8::e4m3_to_float(row[d]);
+      // Half the code spacing around x / s: 2^-10 among subnormals, else 2^(exponent - 4).
+      const float a = std::fabs(x / s);
+      const float half_step = a < std::ldexp(1.f, -6) ? std::ldexp(1.f, -10) : std::ldexp(1.f, std::ilogb(a) - 4);
+      EXPECT_LE(std::fabs(q * s - x), half_step * s) << d;
+      EXPECT_EQ(bf16_to_float(ckv_back[size_t(d)]), q * s) << d;  // exact in bf16
+    }
+    EXPECT_EQ(row[3 * kTile], 0x80);  // -0 stays -0
+    EXPECT_EQ(std::memcmp(row + kRopeOffset, kpe.data(), kRopeBytes), 0);  // rope copied verbatim
+    EXPECT_EQ(kpe_back, kpe);
+  }
+}
+
+TEST(QuantizeCache, IndependentOfTheThreadCountAndRowByRow) {
+  const int64_t slots = 20000;  // enough for several threads (one per 4096 slots)
+  std::vector<uint16_t> ckv(size_t(slots) * 512), kpe(size_t(slots) * 64);
+  fill_randn_bf16(ckv.data(), int64_t(ckv.size()), 3, 1);
+  fill_randn_bf16(kpe.data(), int64_t(kpe.size()), 3, 2);
+  std::vector<uint8_t> one(size_t(slots) * kRowBytes), many(one.size(), 0xAB), any(one.size());
+  fp8::quantize_cache(ckv.data(), kpe.data(), slots, one.data(), 1);
+  fp8::quantize_cache(ckv.data(), kpe.data(), slots, many.data(), 3);
+  fp8::quantize_cache(ckv.data(), kpe.data(), slots, any.data(), 0);
+  EXPECT_EQ(one, many);
+  EXPECT_EQ(one, any);
+  uint8_t row[kRowBytes];
+  for (const int64_t s : {int64_t(0), int64_t(4095), int64_t(4096), slots / 3, slots - 1}) {
+    fp8::quantize_row(ckv.data() + s * 512, kpe.data() + s * 64, row);
+    EXPECT_EQ(std::memcmp(row, one.data() + s * kRowBytes, kRowBytes), 0) << s;
+  }
+  std::vector<uint16_t> ckv1(ckv.size()), kpe1(kpe.size()), ckv3(ckv.size()), kpe3(kpe.size());
+  fp8::dequantize_cache(one.data(), slots, ckv1.data(), kpe1.data(), 1);
+  fp8::dequantize_cache(one.data(), slots, ckv3.data(), kpe3.data(), 3);
+  EXPECT_EQ(ckv1, ckv3);
+  EXPECT_EQ(kpe1, kpe3);
+  EXPECT_EQ(kpe1, kpe);
+}
+
+// ---- problem names, bucket and cost -------------------------------------------------------------
+
+TEST(DsaFp8Problem, NamesAndBucketSayFp8) {
+  const DsaProblem bf16 = contest_problem(3, DsaKv::kBf16), fp8 = contest_problem(3, DsaKv::kFp8);
+  EXPECT_EQ(fp8.to_string(), bf16.to_string() + " kv=fp8");
+  EXPECT_EQ(dsa_shape_bucket(bf16), "T4.h16.ckv512.kpe64.ps64.k2048");
+  EXPECT_EQ(dsa_shape_bucket(fp8), "T4.h16.ckv512.kpe64.ps64.k2048.fp8");
+  EXPECT_EQ(OpContract<DsaProblem>::dtype(bf16), "bf16");
+  EXPECT_EQ(OpContract<DsaProblem>::dtype(fp8), "fp8");
+  DsaProblem bad = fp8;
+  bad.kv = DsaKv(2);
+  const Status s = bad.validate();
+  EXPECT_NE(s.message().find("DsaProblem.kv: expected 0 (bf16) or 1 (fp8), got 2"), std::string::npos) << s.message();
+}
 
 TEST(DsaFp8Cost, ASlotMoves656BytesInsteadOf1152) {
   const std::vector<int> valid = {2048, 100, 0};
   const Cost bf16 = dsa_cost(contest_problem(3, DsaKv::kBf16), valid);
   const Cost fp8 = dsa_cost(contest_problem(3, DsaKv::kFp8), valid);
   EXPECT_EQ(dsa_slot_bytes(contest_problem(1, DsaKv::kBf16)), 1152.0);
-  EXPECT_EQ(dsa_slot_bytes(contest_problem(1, DsaKv::kFp8)), double(dsa_fp8::kRowBytes));
+  EXPECT_EQ(dsa_slot_bytes(contest_problem(1, DsaKv::kFp8)), double(kRowBytes));
   EXPECT_EQ(fp8.rows, 2148);
   EXPECT_EQ(fp8.gathered_bytes, 2148.0 * 656);
   EXPECT_EQ(bf16.gathered_bytes, 2148.0 * 1152);
