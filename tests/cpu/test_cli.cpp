@@ -224,7 +224,8 @@ TEST(Cli, ProfNamesItsOptionOnce) {
 
 TEST(Cli, SuitesAndTracesAreCheckedFirst) {
   expect_usage_error("tune --suite nope",
-                     "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge mla-serving mla-edge)");
+                     "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge dsa-contest-fp8 "
+                     "dsa-serving-fp8 dsa-edge-fp8 mla-serving mla-edge)");
   const Result r = cli("tune --suite nope --dry-run");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_EQ(r.output.find("tune dsa_decode"), std::string::npos) << r.output;  // no header before the error

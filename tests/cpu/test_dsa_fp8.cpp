@@ -1,11 +1,13 @@
 // DSA decode over the FP8 cache (mlakit/dsa_fp8.h) on the CPU: the host E4M3 codec and scale rule,
-// the row and cache quantizers, the problem's names and the roofline counts.
+// the row and cache quantizers, the problem's names, the roofline counts, the fp8 suites and their
+// host data.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "plan/dsa/contract.h"
 #include "plan/dsa/cost.h"
 #include "reference/dsa/fp8.h"
+#include "workloads/dsa/suites.h"
 #include "workloads/randn.h"
 
 namespace mlakit {
@@ -229,6 +232,144 @@ TEST(DsaFp8Cost, ASlotMoves656BytesInsteadOf1152) {
   EXPECT_EQ(bf16.bytes - bf16.gathered_bytes, fp8.bytes - fp8.gathered_bytes);
   EXPECT_EQ(bf16.bytes - bf16.gathered_bytes, 3.0 * 16 * 1152 + 4.0 * 3 * 2048 + 3.0 * 16 * (1024 + 4));
   EXPECT_EQ(fp8.flops, bf16.flops);
+}
+
+// ---- suites ----------------------------------------------------------------------------------------
+
+DsaSuite make_suite(const std::string& name, uint64_t seed = 3) {
+  DsaSuite s;
+  const Status st = make_dsa_suite(name, seed, &s);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return s;
+}
+
+// The FP8 flavour of each bf16 suite: the same workloads first (name, uuid, sm_scale, indices, the
+// problem but kv), so the same bf16 values before quantization; dsa-edge-fp8 has its own after.
+TEST(DsaFp8Suites, SameWorkloadsAsTheBf16SuitesWithKvFp8) {
+  const std::vector<std::string> names = dsa_suite_names();
+  for (const char* base : {"dsa-contest", "dsa-serving", "dsa-edge"}) {
+    SCOPED_TRACE(base);
+    const std::string flavour = std::string(base) + "-fp8";
+    EXPECT_EQ(std::count(names.begin(), names.end(), flavour), 1);
+    const DsaSuite bf16 = make_suite(base), fp8 = make_suite(flavour);
+    EXPECT_EQ(fp8.name, flavour);
+    ASSERT_GE(fp8.workloads.size(), bf16.workloads.size());
+    for (size_t i = 0; i < fp8.workloads.size(); ++i) {
+      const DsaWorkload& f = fp8.workloads[i];
+      EXPECT_EQ(f.problem.kv, DsaKv::kFp8) << f.name;
+      if (i >= bf16.workloads.size()) {
+        EXPECT_EQ(f.name.rfind("edge-fp8-", 0), 0u) << f.name;  // the flavour's own, named so
+        continue;
+      }
+      const DsaWorkload& b = bf16.workloads[i];
+      EXPECT_EQ(b.problem.kv, DsaKv::kBf16) << b.name;
+      EXPECT_EQ(b.cache_values, DsaCacheValues::kRandn) << b.name;
+      EXPECT_EQ(f.name, b.name);
+      EXPECT_EQ(f.uuid, b.uuid);
+      EXPECT_EQ(f.sm_scale, b.sm_scale);
+      EXPECT_EQ(f.indices, b.indices) << f.name;
+      EXPECT_EQ(f.cache_values, b.cache_values) << f.name;
+      DsaProblem as_bf16 = f.problem;
+      as_bf16.kv = DsaKv::kBf16;
+      EXPECT_EQ(as_bf16, b.problem) << f.name;
+    }
+    EXPECT_EQ(fp8.workloads.size() > bf16.workloads.size(), std::string(base) == "dsa-edge");
+  }
+}
+
+// What matters for the format is all in dsa-edge-fp8: padding anywhere, empty rows, T = 1, repeats,
+// out-of-range indices, page sizes 1, 16, 64 and 128, and the tiles of the scale rule.
+TEST(DsaFp8Suites, EdgeCoversTheFormat) {
+  const DsaSuite s = make_suite("dsa-edge-fp8");
+  std::set<std::string> names;
+  std::set<int> page_sizes, tokens;
+  int tile_workloads = 0, empty_rows = 0;
+  for (const DsaWorkload& w : s.workloads) {
+    names.insert(w.name);
+    page_sizes.insert(w.problem.page_size);
+    tokens.insert(w.problem.num_tokens);
+    tile_workloads += w.cache_values == DsaCacheValues::kFp8Tiles;
+    for (int v : valid_per_row(w)) empty_rows += v == 0;
+  }
+  for (const char* n : {"edge-pad-anywhere", "edge-repeat", "edge-out-of-range", "edge-first-last-slot",
+                        "edge-fp8-tiles-T4", "edge-fp8-ps16-T4", "edge-fp8-ps128-T4"})
+    EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_EQ(page_sizes, (std::set<int>{1, 16, 64, 128}));
+  EXPECT_TRUE(tokens.count(1));
+  EXPECT_EQ(tile_workloads, 1);
+  EXPECT_GT(empty_rows, 3);
+}
+
+// ---- host inputs --------------------------------------------------------------------------------
+
+TEST(DsaFp8HostData, TheReferenceReadsTheDequantizedCacheAndKvIsItsRows) {
+  DsaProblem p;
+  p.num_pages = 40;
+  p.page_size = 16;
+  p.kv = DsaKv::kFp8;
+  DsaHostData data;
+  make_dsa_caches(p, 9, &data);
+  const std::vector<uint16_t> ckv0 = data.ckv, kpe0 = data.kpe;
+  quantize_dsa_caches(p, &data);
+  ASSERT_EQ(data.kv.size(), size_t(p.num_slots()) * kRowBytes);
+  std::vector<uint8_t> rows(data.kv.size());
+  fp8::quantize_cache(ckv0.data(), kpe0.data(), p.num_slots(), rows.data(), 1);
+  EXPECT_EQ(data.kv, rows);  // the rows of the synthesized bf16 values
+  std::vector<uint16_t> ckv1(ckv0.size()), kpe1(kpe0.size());
+  fp8::dequantize_cache(rows.data(), p.num_slots(), ckv1.data(), kpe1.data(), 1);
+  EXPECT_EQ(data.ckv, ckv1);  // and ckv, kpe what they decode to
+  EXPECT_EQ(data.kpe, kpe0);
+  EXPECT_NE(data.ckv, ckv0);  // quantization changed values
+}
+
+float scale_of(const uint8_t* row, int tile) {
+  float s;
+  std::memcpy(&s, row + kScaleOffset + 4 * tile, sizeof s);
+  return s;
+}
+
+// The tiles of dsa-edge-fp8 (host_data.cpp): slot s by s % 16, tile (s / 16) % 4.
+TEST(DsaFp8HostData, Fp8TilesHitTheScaleRulesCases) {
+  DsaProblem p;
+  p.num_pages = 16;
+  p.page_size = 64;
+  p.kv = DsaKv::kFp8;
+  DsaHostData randn, tiles;
+  make_dsa_caches(p, 4, &randn);
+  make_dsa_caches(p, 4, &tiles, DsaCacheValues::kFp8Tiles);
+  EXPECT_EQ(tiles.kpe, randn.kpe);
+  quantize_dsa_caches(p, &tiles);
+  const float clamp = std::ldexp(1.f, -13);
+  int nonzero_clamped_codes = 0;
+  for (int64_t s = 0; s < p.num_slots(); ++s) {
+    SCOPED_TRACE(s);
+    const uint8_t* row = tiles.kv.data() + s * kRowBytes;
+    const int t = int((s / 16) % 4);
+    const uint8_t* codes = row + t * kTile;
+    const auto all_codes = [&](uint8_t c) { return std::all_of(codes, codes + kTile, [c](uint8_t x) { return x == c; }); };
+    switch (s % 16) {
+      case 1: EXPECT_EQ(scale_of(row, t), clamp); EXPECT_TRUE(all_codes(0x00)); break;
+      case 3: EXPECT_EQ(scale_of(row, t), clamp); EXPECT_TRUE(all_codes(0x80)); break;
+      case 5:
+        for (int i = 0; i < 4; ++i) EXPECT_EQ(scale_of(row, i), clamp);
+        break;
+      case 7:
+        EXPECT_EQ(scale_of(row, t), clamp);
+        for (int d = 0; d < kTile; ++d) nonzero_clamped_codes += (codes[d] & 0x7f) >= 0x08;
+        break;
+      case 9:
+        EXPECT_EQ(scale_of(row, t), std::ldexp(1.f, -8));
+        EXPECT_EQ(codes[s % kTile] & 0x7f, 0x7e);  // 1.75 / 2^-8 = 448
+        break;
+      case 11: EXPECT_EQ(scale_of(row, t), std::ldexp(1.f, -7)); break;
+      case 13:
+        if (s % 64 == 13) EXPECT_GE(scale_of(row, t), 0.5f);
+        else EXPECT_LE(scale_of(row, t), 1.f / 64);
+        break;
+      default: EXPECT_LE(scale_of(row, t), 1.f / 64); break;  // randn: amax under 7
+    }
+  }
+  EXPECT_GT(nonzero_clamped_codes, 100);  // the clamped small tiles keep normal codes
 }
 
 }  // namespace
