@@ -1,6 +1,5 @@
 // DSA decode over the FP8 cache (mlakit/dsa_fp8.h) on the CPU: the host E4M3 codec and scale rule,
-// the row and cache quantizers, the problem's names, the roofline counts, the fp8 suites and their
-// host data.
+// the row and cache quantizers, the roofline counts, the fp8 suites and the workbench's host inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +16,8 @@
 #include "plan/dsa/contract.h"
 #include "plan/dsa/cost.h"
 #include "reference/dsa/fp8.h"
+#include "reference/dsa/reference.h"
+#include "workbench/dsa/bench.h"
 #include "workloads/dsa/suites.h"
 #include "workloads/randn.h"
 
@@ -370,6 +371,51 @@ TEST(DsaFp8HostData, Fp8TilesHitTheScaleRulesCases) {
     }
   }
   EXPECT_GT(nonzero_clamped_codes, 100);  // the clamped small tiles keep normal codes
+}
+
+// An FP8 workload's reference (the workbench's Inputs, no device) is dsa_reference on the
+// dequantized cache; a bf16 workload of the same name and shape reads the unquantized one.
+TEST(DsaFp8Inputs, TheReferenceRunsOnTheDequantizedCache) {
+  DsaSuite bf16 = make_suite("dsa-edge"), fp8 = make_suite("dsa-edge-fp8");
+  const DsaWorkload& wb = bf16.workloads[1];  // edge-pad-anywhere
+  const DsaWorkload& wf = fp8.workloads[1];
+  ASSERT_EQ(wf.name, "edge-pad-anywhere");
+  DsaBench::Inputs in;
+  const DsaReferenceOutput* ref_fp8 = nullptr;
+  ASSERT_TRUE(in.prepare(wf, 3, false).is_ok());
+  ASSERT_TRUE(in.reference_output(&ref_fp8).is_ok());
+  const std::vector<double> out_fp8 = ref_fp8->output;
+
+  DsaHostData host;
+  make_dsa_queries(wf, 3, &host);
+  make_dsa_caches(wf.problem, 3, &host);
+  std::vector<uint8_t> rows(size_t(wf.problem.num_slots()) * kRowBytes);
+  fp8::quantize_cache(host.ckv.data(), host.kpe.data(), wf.problem.num_slots(), rows.data());
+  fp8::dequantize_cache(rows.data(), wf.problem.num_slots(), host.ckv.data(), host.kpe.data());
+  DsaHostInputs x{host.q_nope.data(), host.q_pe.data(), host.ckv.data(), host.kpe.data(), wf.indices.data(),
+                  wf.sm_scale};
+  DsaReferenceOutput expected;
+  ASSERT_TRUE(dsa_reference(wf.problem, x, IndexPolicy::kTreatInvalidAsPadding, &expected).is_ok());
+  EXPECT_EQ(out_fp8, expected.output);
+  EXPECT_EQ(ref_fp8->lse, expected.lse);
+
+  const DsaReferenceOutput* ref_bf16 = nullptr;
+  ASSERT_TRUE(in.prepare(wb, 3, false).is_ok());  // same shape, other format: new caches
+  ASSERT_TRUE(in.reference_output(&ref_bf16).is_ok());
+  EXPECT_NE(ref_bf16->output, out_fp8);
+  EXPECT_EQ(in.tensors().kv_cache, nullptr);  // nothing on a device here
+}
+
+// A session's footprint counts the FP8 rows it holds beside the bf16 caches until the upload.
+TEST(DsaFp8Inputs, TheFootprintCountsTheFp8Rows) {
+  const WorkloadInfo b = DsaBench::describe(make_suite("dsa-contest").workloads[0]);
+  const WorkloadInfo f = DsaBench::describe(make_suite("dsa-contest-fp8").workloads[0]);
+  EXPECT_DOUBLE_EQ(f.host.bytes - b.host.bytes, 8462.0 * 64 * 656);
+  EXPECT_NE(f.host.detail.find(" + FP8 rows "), std::string::npos) << f.host.detail;
+  EXPECT_NE(f.host.shared_key, b.host.shared_key);
+  EXPECT_EQ(f.cost.gathered_bytes, double(f.cost.rows) * 656);
+  EXPECT_EQ(f.shape, b.shape + " kv=fp8");
+  EXPECT_EQ(f.bucket, b.bucket + ".fp8");
 }
 
 }  // namespace
