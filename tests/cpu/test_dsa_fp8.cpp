@@ -1,11 +1,14 @@
 // DSA decode over the FP8 cache (mlakit/dsa_fp8.h) on the CPU: the host E4M3 codec and scale rule,
-// the row and cache quantizers, the roofline counts, the fp8 suites and the workbench's host inputs.
+// the row and cache quantizers, the problem's names, planning and dsa_run's checks for the format,
+// the roofline counts, the fp8 suites and the workbench's host inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,8 +18,11 @@
 #include "mlakit/dsa_fp8.h"
 #include "plan/dsa/contract.h"
 #include "plan/dsa/cost.h"
+#include "plan/op_kernel.h"
 #include "reference/dsa/fp8.h"
 #include "reference/dsa/reference.h"
+#include "runtime/planner.h"
+#include "runtime/registry.h"
 #include "workbench/dsa/bench.h"
 #include "workloads/dsa/suites.h"
 #include "workloads/randn.h"
@@ -233,6 +239,131 @@ TEST(DsaFp8Cost, ASlotMoves656BytesInsteadOf1152) {
   EXPECT_EQ(bf16.bytes - bf16.gathered_bytes, fp8.bytes - fp8.gathered_bytes);
   EXPECT_EQ(bf16.bytes - bf16.gathered_bytes, 3.0 * 16 * 1152 + 4.0 * 3 * 2048 + 3.0 * 16 * (1024 + 4));
   EXPECT_EQ(fp8.flops, bf16.flops);
+}
+
+// ---- planning and dsa_run's checks ----------------------------------------------------------------
+
+DeviceFacts h200() {
+  DeviceFacts f;
+  EXPECT_TRUE(find_known_device("h200", &f).is_ok());
+  return f;
+}
+
+// A DSA kernel that reads the FP8 cache and never launches: a plan for an fp8 problem while the
+// registry may have no fp8 kernel yet, so that dsa_run's checks of the format run on a CPU.
+class Fp8TestKernel final : public OpKernel<DsaProblem> {
+ public:
+  Fp8TestKernel() {
+    info_ = {"dsa_decode.test_fp8.fp8", "dsa_decode", "test_fp8", "fp8", {16}, 0, "a test kernel", {9, 0, true}};
+  }
+  const KernelInfo& info() const override { return info_; }
+  std::vector<DsaTiling> search_space(const DsaProblem&) const override { return {DsaTiling{}}; }
+  DsaTiling default_tiling(const DsaProblem&, const DeviceFacts&) const override { return {}; }
+  Status validate(const DsaProblem&, const DsaTiling&, const DeviceFacts&) const override { return Status::ok(); }
+  size_t workspace_bytes(const DsaProblem&, const DsaTiling&) const override { return 0; }
+  std::string explain(const DsaProblem&, const DsaTiling&) const override { return ""; }
+  Status launch(const DsaProblem&, const DsaTiling&, const DsaTensors&, void*, cudaStream_t) const override {
+    return Status::internal("a dry plan never launches");
+  }
+
+ private:
+  KernelInfo info_;
+};
+
+// A dry plan (H200 of the table, no GPU) for an fp8 problem: with the registry's default fp8 kernel
+// when one is registered, else with the test kernel.
+DsaPlan dry_fp8_plan(const DsaProblem& p) {
+  static const DeviceFacts facts = h200();
+  DsaPlan plan;
+  if (default_kernel("dsa_decode", "fp8", p.num_heads) != nullptr) {
+    DsaPlanOptions o;
+    o.device_facts = &facts;
+    EXPECT_TRUE(dsa_plan(p, o, &plan).is_ok());
+    return plan;
+  }
+  static const Fp8TestKernel kernel;
+  PlanTarget target;
+  EXPECT_TRUE(plan_target(kernel, facts, &target).is_ok());
+  EXPECT_TRUE(Planner<DsaProblem>::plan(target, p, nullptr, &plan).is_ok());
+  return plan;
+}
+
+TEST(DsaFp8Plan, ABf16KernelKeyIsRefusedForAnFp8Problem) {
+  const DeviceFacts facts = h200();
+  DsaPlanOptions o;
+  o.device_facts = &facts;
+  o.kernel_key = "dsa_decode.v2_fused.bf16";
+  DsaPlan plan;
+  Status s = dsa_plan(contest_problem(2, DsaKv::kFp8), o, &plan);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("kernel_key: 'dsa_decode.v2_fused.bf16' reads a bf16 cache; the problem's is fp8"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(plan.empty());
+  o.kernel_key.clear();  // the default for fp8: whatever the registry holds, never a bf16 kernel
+  s = dsa_plan(contest_problem(2, DsaKv::kFp8), o, &plan);
+  if (default_kernel("dsa_decode", "fp8", 16) == nullptr) {
+    EXPECT_NE(s.message().find("no dsa_decode kernel is registered for fp8 with 16 heads"), std::string::npos)
+        << s.message();
+  } else {
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_EQ(find_kernel(plan.kernel_key())->info().dtype, "fp8");
+  }
+}
+
+// dsa_run checks the tensors before the plan's device: a dry plan reaches every check of the format.
+TEST(DsaFp8Run, CachePointersAndThePageStrideAreChecked) {
+  DsaProblem p = contest_problem(1, DsaKv::kFp8);
+  const DsaPlan plan = dry_fp8_plan(p);
+  ASSERT_FALSE(plan.empty());
+  const size_t need = plan.workspace_bytes();
+  const std::unique_ptr<void, decltype(&std::free)> ws(std::aligned_alloc(16, need + 16), &std::free);
+  alignas(16) static char buf[4096];
+  DsaTensors x;
+  x.q_nope = x.q_pe = x.output = buf;
+  x.sparse_indices = reinterpret_cast<const int32_t*>(buf);
+  x.lse = reinterpret_cast<float*>(buf);
+  x.sm_scale = 0.1f;
+  const auto run_message = [&] { return dsa_run(plan, x, ws.get(), need, nullptr).message(); };
+  EXPECT_NE(run_message().find("kv_cache: null pointer"), std::string::npos) << run_message();
+  x.kv_cache = buf + 8;
+  EXPECT_NE(run_message().find("kv_cache: must be 16-byte aligned"), std::string::npos) << run_message();
+  x.kv_cache = buf;
+  x.ckv_cache = buf;
+  EXPECT_NE(run_message().find("ckv_cache: must be null for the FP8 cache"), std::string::npos) << run_message();
+  x.ckv_cache = nullptr;
+  x.kpe_cache = buf;
+  EXPECT_NE(run_message().find("kpe_cache: must be null for the FP8 cache"), std::string::npos) << run_message();
+  x.kpe_cache = nullptr;
+  const int64_t page = int64_t(p.page_size) * kRowBytes;  // 41984
+  for (const int64_t bad : {page - 16, page + 8, int64_t(1)}) {
+    x.kv_stride_page = bad;
+    EXPECT_NE(run_message().find("kv_stride_page: expected a multiple of 16 bytes >= page_size * 656 (41984), got " +
+                                 std::to_string(bad)),
+              std::string::npos)
+        << run_message();
+  }
+  // Contiguous, and FlashMLA's padded pages (one spare row each): the checks pass, the dry plan stops.
+  for (const int64_t good : {int64_t(0), page, page + kRowBytes, page + 16}) {
+    x.kv_stride_page = good;
+    EXPECT_NE(run_message().find("without a live device"), std::string::npos) << good << ": " << run_message();
+  }
+}
+
+TEST(DsaFp8Run, ABf16ProblemRefusesKvCache) {
+  const DeviceFacts facts = h200();
+  DsaPlanOptions o;
+  o.device_facts = &facts;
+  DsaPlan plan;
+  ASSERT_TRUE(dsa_plan(contest_problem(1, DsaKv::kBf16), o, &plan).is_ok());
+  alignas(16) static char buf[4096];
+  DsaTensors x;
+  x.q_nope = x.q_pe = x.ckv_cache = x.kpe_cache = x.kv_cache = x.output = buf;
+  x.sparse_indices = reinterpret_cast<const int32_t*>(buf);
+  x.lse = reinterpret_cast<float*>(buf);
+  const Status s = dsa_run(plan, x, nullptr, 0, nullptr);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("kv_cache: must be null for a bf16 cache"), std::string::npos) << s.message();
 }
 
 // ---- suites ----------------------------------------------------------------------------------------
