@@ -167,6 +167,8 @@ const std::vector<ShapeOption>& DsaBench::shape_options() {
       {"topk", 1, 1 << 20, false, "columns of sparse_indices, default 2048"},
       {"num-pages", 1, 1 << 24, false, "pages of the cache, default enough for distinct pages per row"},
       {"valid", 0, 1 << 20, false, "valid leading entries per row, default topk"},
+      // Choice i is DsaKv(i); on verify, bench and tune it picks a suite's FP8 flavour.
+      {"kv", 0, 1, false, "the cache format: bf16 (default) or fp8", false, {"bf16", "fp8"}, true},
   };
   return options;
 }
@@ -186,6 +188,7 @@ DsaProblem shape_problem(const ShapeArgs& args) {
   p.topk = int(get("topk", 2048));
   const long long pages_needed = (long long)p.num_tokens * ((p.topk + p.page_size - 1) / p.page_size + 1);
   p.num_pages = int(get("num-pages", std::min<long long>(pages_needed, 1 << 20)));
+  p.kv = DsaKv(get("kv", 0));
   return p;
 }
 
