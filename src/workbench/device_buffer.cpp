@@ -6,18 +6,20 @@
 
 namespace mlakit {
 
-DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) cudaFree(ptr_);
-}
+DeviceBuffer::~DeviceBuffer() { release(); }
 
 Status DeviceBuffer::reserve(size_t bytes, const std::string& what) {
   if (bytes <= bytes_) return Status::ok();
-  if (ptr_) cudaFree(ptr_);
-  ptr_ = nullptr;
-  bytes_ = 0;
+  release();
   MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&ptr_, bytes), what));
   bytes_ = bytes;
   return cuda_status(cudaMemset(ptr_, 0, bytes), what + " (zero-fill)");
+}
+
+void DeviceBuffer::release() {
+  if (ptr_) cudaFree(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
 }
 
 Status DeviceBuffer::upload_bytes(const void* host, size_t bytes, const std::string& what) {

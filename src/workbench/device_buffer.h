@@ -25,6 +25,8 @@ class DeviceBuffer {
   Status upload(const std::vector<T>& host, const std::string& what) {
     return upload_bytes(host.data(), host.size() * sizeof(T), what);
   }
+  // Frees the allocation (data() null, bytes() 0).
+  void release();
   void* data() const { return ptr_; }
   size_t bytes() const { return bytes_; }
 

@@ -107,14 +107,22 @@ class BenchSuite {
   virtual std::string reference_header() const = 0;
 };
 
-// One option of the single-shape command (`mlakit run OP --t 8`): an integer, or a flag
-// (`--causal`: no value, 1 when given). A name is the same kind for every op that has it.
+// One option of the single-shape command (`mlakit run OP --t 8`): an integer, a flag (`--causal`:
+// no value, 1 when given), or a named choice (`--kv fp8`: the index of the value in `choices`, whose
+// first is the default). A name is the same kind, with the same choices, for every op that has it.
+//
+// A choice that flavours suites is also an option of verify, bench and tune: a value past the
+// first reads the suite "<suite>-<value>" instead of <suite> (`--kv fp8 --suite dsa-contest` reads
+// dsa-contest-fp8), so an op's suites of one format and its flavours' stay one list of names and
+// a format is picked the same way for one shape and for a suite.
 struct ShapeOption {
   std::string name;  // "t" for --t
   long long lo = 0, hi = 0;
   bool required = false;
   std::string help;  // "number of tokens"
   bool flag = false;
+  std::vector<std::string> choices = {};  // a named choice: its values, the default first
+  bool flavours_suites = false;      // a choice that picks "<suite>-<value>" on verify, bench, tune
 };
 using ShapeArgs = std::map<std::string, long long>;  // the options given, by name (a flag: 1)
 

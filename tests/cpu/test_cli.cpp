@@ -224,7 +224,8 @@ TEST(Cli, ProfNamesItsOptionOnce) {
 
 TEST(Cli, SuitesAndTracesAreCheckedFirst) {
   expect_usage_error("tune --suite nope",
-                     "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge mla-serving mla-edge)");
+                     "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge dsa-contest-fp8 "
+                     "dsa-serving-fp8 dsa-edge-fp8 mla-serving mla-edge)");
   const Result r = cli("tune --suite nope --dry-run");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_EQ(r.output.find("tune dsa_decode"), std::string::npos) << r.output;  // no header before the error
@@ -352,7 +353,9 @@ TEST(Cli, ListShowsEveryKernelWithItsArch) {
   EXPECT_NE(r.output.find("dsa_decode.v1_splitk.bf16"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("sm_90a"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("the default for bf16 with 16 heads"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("dsa_decode  dsa-contest dsa-serving dsa-edge"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("dsa_decode  dsa-contest dsa-serving dsa-edge dsa-contest-fp8 dsa-serving-fp8 dsa-edge-fp8"),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("mla_decode  mla-serving mla-edge"), std::string::npos) << r.output;
 }
 
@@ -374,6 +377,66 @@ TEST(Cli, MlaDecodeShapeOptionsNameTheArgument) {
   const Result r = cli("run mla_decode --b 65536 --t 1048576", "MLAKIT_HOST_MEMORY_LIMIT=16G");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_EQ(first_error(r.output).rfind("mlakit: --b 65536 --t 1048576: the run needs about 72", 0), 0u) << r.output;
+}
+
+// --kv picks the cache format: one shape's on run, a suite's FP8 flavour on verify, bench and tune;
+// every mistake names --kv and exits 2 before anything runs.
+TEST(Cli, KvNamesItselfInEveryMistake) {
+  expect_usage_error("run --t 1 --kv FP8", "--kv: expected one of bf16, fp8, got 'FP8'");
+  expect_usage_error("run --t 1 --kv", "option --kv needs a value");
+  expect_usage_error("tune --kv fp16", "--kv: expected one of bf16, fp8, got 'fp16'");
+  expect_usage_error("bench --kv --suite dsa-edge", "--kv: needs a value, got the option '--suite'");
+  expect_usage_error("run mla_decode --b 1 --t 1 --kv fp8", "--kv is not a shape option of mla_decode");
+  expect_usage_error("verify mla_decode --kv fp8", "--kv: not an option of mla_decode (ops with --kv: dsa_decode)");
+  expect_usage_error("bench --suite mla-edge --kv bf16", "--kv: not an option of mla_decode");
+  expect_usage_error("tune mla_decode.v1_paged.bf16 --suite mla-serving --kv fp8 --dry-run",
+                     "--kv: not an option of mla_decode");
+  expect_usage_error("verify --kv bf16 --suite dsa-contest-fp8",
+                     "--kv bf16: suite dsa-contest-fp8 is the fp8 flavour of dsa-contest; give --suite dsa-contest, "
+                     "or --kv fp8");
+  expect_usage_error("bench --kv fp8 --trace somewhere",
+                     "--kv fp8: a trace's workloads keep the format they are read in; give --suite");
+  // A bf16 kernel and the FP8 cache: one error before any work, not one per workload.
+  expect_usage_error("verify dsa_decode.v2_fused.bf16 --kv fp8",
+                     "dsa_decode.v2_fused.bf16 runs bf16 caches with 16 heads; no workload of suite "
+                     "dsa-contest-fp8 does (contest-00: ");
+  expect_usage_error("run dsa_decode.v1_splitk.bf16 --t 1 --kv fp8", "runs bf16 caches with 16 heads");
+}
+
+TEST(Cli, KvPicksTheFormatOfAShapeAndTheFlavourOfASuite) {
+  // A suite, or its flavour named directly (with --kv fp8 no conflict). A tiny host-memory limit
+  // stops each run before any work, naming the first workload and its shape (or, on a GPU machine
+  // without an fp8 kernel, the missing kernel and the shape).
+  const std::string edge_t1 = "(T=1 H=16 ckv=512 kpe=64 pages=1024 ps=64 topk=2048";
+  for (const char* args : {"verify --kv fp8 --suite dsa-edge", "verify --suite dsa-edge-fp8 --kv fp8",
+                           "bench --kv=fp8 --suite dsa-edge", "bench --suite dsa-edge-fp8", "verify --kv fp8"}) {
+    const Result r = cli(args, "MLAKIT_HOST_MEMORY_LIMIT=1M");
+    const std::string first = std::string(args).find("edge") != std::string::npos ? edge_t1 : "(T=1 H=16";
+    EXPECT_NE(r.output.find(first), std::string::npos) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(" kv=fp8"), std::string::npos) << args << "\n" << r.output;
+  }
+  const Result bf16 = cli("verify --kv bf16 --suite dsa-edge", "MLAKIT_HOST_MEMORY_LIMIT=1M");
+  EXPECT_NE(bf16.output.find(edge_t1 + ")"), std::string::npos) << bf16.output;
+  EXPECT_EQ(bf16.output.find("kv=fp8"), std::string::npos) << bf16.output;
+  // One shape: verified where an fp8 kernel and a GPU are, else the reference or the missing kernel.
+  const Result r = cli("run --t 2 --topk 256 --num-pages 64 --kv fp8 --check --no-time");
+  EXPECT_NE(r.output.find("shape T=2 H=16 ckv=512 kpe=64 pages=64 ps=64 topk=256 kv=fp8"), std::string::npos)
+      << r.output;
+  const bool fp8_kernel = default_kernel("dsa_decode", "fp8", 16) != nullptr;
+  if (r.output.find("GPU kernels skipped") != std::string::npos) {
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("CPU reference"), std::string::npos) << r.output;
+  } else if (!fp8_kernel) {
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_NE(r.output.find("no registered dsa_decode kernel runs its first workload"), std::string::npos) << r.output;
+  } else {
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find(" ok"), std::string::npos) << r.output;
+  }
+  // tune: the flavour's first workload picks the kernel.
+  const Result t = cli("tune --kv fp8 --dry-run --quiet");
+  EXPECT_NE(t.output.find("dsa-contest-fp8"), std::string::npos) << t.output;
+  EXPECT_EQ(t.code, fp8_kernel ? 0 : 2) << t.output;
 }
 
 // Until an mla_decode kernel registers, the commands say so; without a GPU they show the reference.

@@ -90,6 +90,8 @@ TEST(DsaProblem, ToString) {
   p.page_size = 1;
   p.topk = 256;
   EXPECT_EQ(p.to_string(), "T=1 H=16 ckv=512 kpe=64 pages=3 ps=1 topk=256");
+  p.kv = DsaKv::kFp8;  // the FP8 cache is named last; the bf16 one is left unsaid
+  EXPECT_EQ(p.to_string(), "T=1 H=16 ckv=512 kpe=64 pages=3 ps=1 topk=256 kv=fp8");
 }
 
 TEST(DsaProblem, EqualityAndHashCoverEveryField) {
@@ -101,12 +103,14 @@ TEST(DsaProblem, EqualityAndHashCoverEveryField) {
   int DsaProblem::*fields[] = {&DsaProblem::num_tokens, &DsaProblem::num_heads, &DsaProblem::head_dim_ckv,
                                &DsaProblem::head_dim_kpe, &DsaProblem::num_pages, &DsaProblem::page_size,
                                &DsaProblem::topk};
-  static_assert(sizeof(fields) / sizeof(fields[0]) * sizeof(int) == sizeof(DsaProblem),
+  constexpr int kIntFields = int(sizeof(fields) / sizeof(fields[0]));
+  static_assert(kIntFields * sizeof(int) + sizeof(DsaKv) == sizeof(DsaProblem),
                 "a field was added to DsaProblem: list it here");
   std::unordered_map<DsaProblem, int> seen{{base, -1}};
-  for (int i = 0; i < int(sizeof(fields) / sizeof(fields[0])); ++i) {
+  for (int i = 0; i <= kIntFields; ++i) {
     DsaProblem p = base;
-    p.*fields[i] += 1;
+    if (i < kIntFields) p.*fields[i] += 1;
+    else p.kv = DsaKv::kFp8;  // the cache format, the one field that is no int
     EXPECT_FALSE(p == base) << i;
     EXPECT_NE(hash(p), hash(base)) << i;
     EXPECT_TRUE(seen.emplace(p, i).second) << i;

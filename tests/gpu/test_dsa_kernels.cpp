@@ -1,8 +1,10 @@
-// Every registered kernel against the fp64 reference on every suite of its op, three fresh seeds,
-// outputs poisoned before each run, every output (output and lse) checked, two runs bitwise equal.
-// Through the workbench's op interface, as the CLI runs them.
+// Every registered kernel against the fp64 reference on every suite of its op that holds workloads
+// it runs (a bf16 kernel on the bf16 suites, an fp8 kernel on the -fp8 flavours; its head counts),
+// three fresh seeds, outputs poisoned before each run, every output (output and lse) checked, two
+// runs bitwise equal. Through the workbench's op interface, as the CLI runs them.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 #include <string>
 
@@ -84,11 +86,21 @@ TEST_P(DsaSuiteTest, MatchesReferenceOnThreeSeeds) {
   EXPECT_GT(ran, 0) << GetParam().suite << " has no workload " << kernel->info().key << " runs";
 }
 
+// Whether some workload of the suite has a cache dtype and head count that `kernel` runs.
+bool runs_some_workload(const KernelEntry& kernel, const OpBench& op, const std::string& suite_name) {
+  std::unique_ptr<BenchSuite> suite;
+  if (!op.make_suite(suite_name, 1, &suite).is_ok()) return true;  // the test then says why
+  for (size_t i = 0; i < suite->size(); ++i)
+    if (kernel.info().runs(suite->info(i).dtype, suite->info(i).heads)) return true;
+  return false;
+}
+
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const KernelEntry* k : kernels())
     if (const OpBench* op = find_op_bench(k->info().op); op && !k->info().floor)  // a floor computes nothing
-      for (const std::string& s : op->suite_names()) cases.push_back({k->info().key, s});
+      for (const std::string& s : op->suite_names())
+        if (runs_some_workload(*k, *op, s)) cases.push_back({k->info().key, s});
   return cases;
 }
 
@@ -132,12 +144,14 @@ TEST(DsaV2Tilings, EveryInstanceMatchesReference) {
       }
 }
 
-// A floor computes nothing to verify: every workload of every suite of its op launches and
-// finishes, with the planned tiling and with each of `forced` where the workload accepts it.
-void time_every_workload(const char* op_name, const std::vector<const char*>& forced_tilings) {
-  const KernelEntry* kernel = floor_kernel(op_name, "bf16", 16);
+// A floor computes nothing to verify: every workload it runs (its cache dtype) of every suite of
+// its op launches and finishes, with the planned tiling and with each of `forced` where the
+// workload accepts it.
+void time_every_workload(const char* op_name, const char* dtype, const std::vector<const char*>& forced_tilings) {
+  const KernelEntry* kernel = floor_kernel(op_name, dtype, 16);
   ASSERT_NE(kernel, nullptr);
   REQUIRE_GPU_FOR(*kernel);
+  int ran = 0;
   const OpBench* op = find_op_bench(op_name);
   PlanTarget target;
   ASSERT_TRUE(plan_target(*kernel, -1, &target).is_ok());
@@ -153,6 +167,8 @@ void time_every_workload(const char* op_name, const std::vector<const char*>& fo
       const std::unique_ptr<BenchSession> session = suite->open_session(1);
       for (size_t i = 0; i < suite->size(); ++i) {
         SCOPED_TRACE(name + "/" + suite->info(i).name + (forced ? std::string(" ") + forced : ""));
+        if (!kernel->info().runs(suite->info(i).dtype, suite->info(i).heads)) continue;
+        ++ran;
         ASSERT_TRUE(session->prepare(i).is_ok());
         BenchPlan plan;
         const std::string tiling = forced ? forced : "";
@@ -165,10 +181,17 @@ void time_every_workload(const char* op_name, const std::vector<const char*>& fo
         EXPECT_GT(t.median_us, 0.0);
       }
     }
+  EXPECT_GT(ran, 0) << kernel->info().key << " runs no workload of " << op_name << "'s suites";
 }
 
-TEST(DsaFloor, RunsEveryWorkloadOfEverySuite) { time_every_workload("dsa_decode", {"s4n64x1m1g3"}); }
-TEST(MlaFloor, RunsEveryWorkloadOfEverySuite) { time_every_workload("mla_decode", {}); }
+TEST(DsaFloor, RunsEveryWorkloadOfEverySuite) { time_every_workload("dsa_decode", "bf16", {"s4n64x1m1g3"}); }
+TEST(MlaFloor, RunsEveryWorkloadOfEverySuite) { time_every_workload("mla_decode", "bf16", {}); }
+// The FP8 cache's floor (the rows of the -fp8 suites), once one is registered.
+TEST(DsaFp8Floor, RunsEveryWorkloadOfEverySuite) {
+  if (floor_kernel("dsa_decode", "fp8", 16) == nullptr)
+    GTEST_SKIP() << "no dsa_decode gather floor is registered for fp8 with 16 heads";
+  time_every_workload("dsa_decode", "fp8", {});
+}
 
 // A plan that is not the session's, or none, is refused before anything runs.
 TEST(DsaV1Plans, VerifyAndTimeTakeOnlyTheirWorkloadsPlan) {

@@ -58,6 +58,18 @@ CLI::Validator integer_check(long long lo, long long hi) {
       "INT");
 }
 
+CLI::Validator choice_check(const std::vector<std::string>& choices) {
+  return CLI::Validator(
+      [choices](std::string& v) -> std::string {
+        if (std::string e = not_an_option(v); !e.empty()) return e;
+        if (std::find(choices.begin(), choices.end(), v) != choices.end()) return "";
+        std::string list;
+        for (const std::string& c : choices) list += (list.empty() ? "" : ", ") + c;
+        return "expected one of " + list + ", got '" + v + "'";
+      },
+      "CHOICE");
+}
+
 // CLI11's messages for what can only be found while parsing, in mlakit's words.
 std::string parse_error_message(const CLI::ParseError& e) {
   const std::string what = e.what();
@@ -96,6 +108,11 @@ void Args::text(const std::string& name, std::string* out) {
 
 void Args::integer(const std::string& name, long long* out, long long lo, long long hi) {
   app_->add_option(name, *out)->transform(integer_check(lo, hi))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  names_.push_back(name);
+}
+
+void Args::choice(const std::string& name, std::string* out, const std::vector<std::string>& choices) {
+  app_->add_option(name, *out)->check(choice_check(choices))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   names_.push_back(name);
 }
 

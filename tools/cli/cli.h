@@ -33,6 +33,8 @@ class Args {
   void text(const std::string& name, std::string* out);        // --name VALUE or --name=VALUE
   // An integer within [lo, hi]: "--t: expected an integer, got 'abc'", "... a value in [1, 8], got 0".
   void integer(const std::string& name, long long* out, long long lo, long long hi);
+  // One of `choices`, spelled exactly: "--kv: expected one of bf16, fp8, got 'FP8'".
+  void choice(const std::string& name, std::string* out, const std::vector<std::string>& choices);
 
   // Parses the arguments. False when --help was given or the command line has errors.
   bool parse();

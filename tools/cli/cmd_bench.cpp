@@ -318,9 +318,24 @@ int run_without_kernel(const SuiteOptions& o, const BenchSuite& suite) {
   return run_cpu_reference(suite, o.seed, o.quiet);
 }
 
+// A kernel named on the command line that runs none of the suite's workloads (another cache
+// format: `verify dsa_decode.v2_fused.bf16 --kv fp8`, or other head counts): a usage error, with or
+// without a GPU, instead of one planning error per workload.
+int check_named_kernel(const KernelEntry& kernel, const BenchSuite& suite) {
+  const KernelInfo& k = kernel.info();
+  for (size_t i = 0; i < suite.size(); ++i)
+    if (k.runs(suite.info(i).dtype, suite.info(i).heads)) return kExitOk;
+  if (suite.size() == 0) return kExitOk;
+  return fail(k.key + " runs " + k.dtype + " caches with " + k.heads_string() + " heads; no workload of " +
+                  suite.title() + " does (" + suite.info(0).name + ": " + suite.info(0).shape + ")",
+              kExitUsage);
+}
+
 // Plans the suite for the current device, or, without a usable one, checks --tiling against a
 // known chip and shows the CPU reference.
 int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
+  if (o.sel.kernel)
+    if (int rc = check_named_kernel(*o.sel.kernel, suite); rc != kExitOk) return rc;
   const KernelEntry* kernel = o.sel.kernel ? o.sel.kernel : suite.size() ? suite.default_kernel(0) : nullptr;
   if (kernel == nullptr) return run_without_kernel(o, suite);
   SuiteRun run{o, suite, *kernel, {}, {}, {}, nullptr, {}};
@@ -348,6 +363,8 @@ struct CommandLine {
   bool no_verify = false, no_floor = false, explain = false, check = false, no_time = false, quiet = false;
   std::map<std::string, long long> shape;  // run: every op's integer shape options, by name ("t")
   std::map<std::string, bool> shape_flags;  // run: every op's flag shape options ("causal")
+  // run: every op's named choices ("kv" -> "fp8"); verify and bench: those that flavour suites
+  std::map<std::string, std::string> choices;
 };
 
 enum class Kind { kBench, kVerify, kRun };
@@ -368,6 +385,7 @@ void declare(Args& args, Kind kind, CommandLine* c) {
     args.text("--suite", &c->suite);
     args.text("--trace", &c->trace);
     args.text("--definition", &c->definition);
+    declare_suite_choices(args, &c->choices);
   }
   if (kind != Kind::kVerify) {  // timing and its records
     args.integer("--warmup", &c->warmup, 0, 100000);
@@ -382,8 +400,9 @@ void declare(Args& args, Kind kind, CommandLine* c) {
   // Every op's shape options; those of another op than the one named are refused after parsing.
   for (const OpBench* op : op_benches())
     for (const ShapeOption& s : op->shape_options()) {
-      if (c->shape.count(s.name) || c->shape_flags.count(s.name)) continue;
+      if (c->shape.count(s.name) || c->shape_flags.count(s.name) || c->choices.count(s.name)) continue;
       if (s.flag) args.flag("--" + s.name, &c->shape_flags[s.name]);
+      else if (!s.choices.empty()) args.choice("--" + s.name, &c->choices[s.name], s.choices);
       else args.integer("--" + s.name, &c->shape[s.name], LLONG_MIN, LLONG_MAX);
     }
 }
@@ -457,7 +476,8 @@ int suite_command(Args& args, Kind kind, const char* usage) {
   SuiteOptions o;
   o.time = kind == Kind::kBench;
   o.verify = !c.no_verify;
-  select_op(args, c.target, c.kernel, c.suite, &o.sel);
+  if (select_op(args, c.target, c.kernel, c.suite, &o.sel))
+    pick_suite_flavour(args, *o.sel.op, c.choices, !c.trace.empty(), &c.suite);
   read_options(args, c, &o);
   check_floor_verify(args, o, kind == Kind::kVerify ? "verify" : "");
   if (o.sel.kernel && o.sel.kernel->info().floor) o.verify = false;
@@ -472,11 +492,13 @@ int suite_command(Args& args, Kind kind, const char* usage) {
 }
 
 const char* kBenchUsage =
-    "usage: mlakit bench [OP|KERNEL] [--suite NAME | --trace DIR [--definition NAME]] [--kernel KEY]\n"
-    "                    [--tiling NAME] [--seed S] [--seeds N] [--warmup N] [--iters N] [--no-verify]\n"
-    "                    [--no-floor] [--explain] [--out DIR] [--prof MODE] [--quiet]\n\n"
+    "usage: mlakit bench [OP|KERNEL] [--suite NAME [--kv bf16|fp8] | --trace DIR [--definition NAME]]\n"
+    "                    [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N] [--warmup N] [--iters N]\n"
+    "                    [--no-verify] [--no-floor] [--explain] [--out DIR] [--prof MODE] [--quiet]\n\n"
     "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge, mla-serving,\n"
-    "mla-edge; a suite names its op) or of a FlashInfer-Trace dataset directory. Span = median GPU\n"
+    "mla-edge; a suite names its op) or of a FlashInfer-Trace dataset directory. --kv fp8 reads a\n"
+    "dsa_decode suite's FP8-cache flavour (dsa-contest-fp8: the same workloads, the cache quantized\n"
+    "to DeepSeek-V3.2's 656-byte rows); --kv bf16, the default, the suite itself. Span = median GPU\n"
     "time of one call over --iters calls (cold L2 before each), host = host time of one call. Every\n"
     "workload is planned first; a --tiling that no workload accepts exits 2 with the reason. Each\n"
     "workload is also timed with the op's gather floor (the same rows moved into shared memory, no\n"
@@ -493,12 +515,14 @@ const char* kBenchUsage =
     "MLAKIT_HOST_MEMORY_LIMIT=16G lower) exits 2 before anything runs; runs whose host work is\n"
     "estimated past 10 s say so on stderr.";
 const char* kVerifyUsage =
-    "usage: mlakit verify [OP|KERNEL] [--suite NAME | --trace DIR [--definition NAME]] [--kernel KEY]\n"
-    "                     [--tiling NAME] [--seed S] [--seeds N] [--explain] [--prof MODE] [--quiet]\n\n"
+    "usage: mlakit verify [OP|KERNEL] [--suite NAME [--kv bf16|fp8] | --trace DIR [--definition NAME]]\n"
+    "                     [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N] [--explain] [--prof MODE]\n"
+    "                     [--quiet]\n\n"
     "Checks a kernel against the fp64 CPU reference with the contest rule (an element fails only\n"
     "if abs err > 1e-2 and rel err > 1e-2), every output (output and lse), outputs poisoned before\n"
-    "each run, two runs bitwise equal. --seeds N repeats with N fresh seeds. --prof, --quiet and\n"
-    "the host-memory limit as for bench.";
+    "each run, two runs bitwise equal; with the FP8 cache (--kv fp8: the suite's -fp8 flavour) the\n"
+    "reference reads the dequantized cache. --seeds N repeats with N fresh seeds. --prof, --quiet\n"
+    "and the host-memory limit as for bench.";
 
 int run_bench(Args& args) { return suite_command(args, Kind::kBench, kBenchUsage); }
 int run_verify(Args& args) { return suite_command(args, Kind::kVerify, kVerifyUsage); }
@@ -508,8 +532,9 @@ const char* kRunUsage =
     "                  [--check] [--no-time] [--no-floor] [--explain] [--warmup N] [--iters N]\n"
     "                  [--out DIR] [--prof MODE] [--quiet]\n\n"
     "Runs one synthetic shape of an op (default dsa_decode). dsa_decode's shape options:\n"
-    "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V]: T tokens, each row V valid top-k\n"
-    "picks (default: topk) clustered by page, the rest -1. mla_decode's: --b B --t N [--s S]\n"
+    "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V] [--kv bf16|fp8]: T tokens, each\n"
+    "row V valid top-k picks (default: topk) clustered by page, the rest -1, over a bf16 cache or\n"
+    "DeepSeek-V3.2's FP8 one (656-byte rows). mla_decode's: --b B --t N [--s S]\n"
     "[--heads H] [--page-size P] [--causal] [--mixed] [--separate]: B requests of N cached rows each\n"
     "(--mixed: lengths in [N/64, N]), S query tokens, on random pages of a combined 576-wide cache\n"
     "(--separate: four tensors). --check runs the op's input check (mla_check_inputs), then verifies\n"
@@ -537,6 +562,11 @@ ShapeArgs read_shape(Args& args, const OpBench& op, const CommandLine& c) {
       shape[s.name] = 1;
       continue;
     }
+    if (!s.choices.empty()) {  // a valid value (Args::choice checked it): its index
+      const std::string& value = c.choices.at(s.name);
+      shape[s.name] = std::find(s.choices.begin(), s.choices.end(), value) - s.choices.begin();
+      continue;
+    }
     const long long v = c.shape.at(s.name);
     if (v < s.lo || v > s.hi)
       args.error(name + ": expected a value in [" + std::to_string(s.lo) + ", " + std::to_string(s.hi) + "], got " +
@@ -546,6 +576,7 @@ ShapeArgs read_shape(Args& args, const OpBench& op, const CommandLine& c) {
   std::vector<std::string> names;
   for (const auto& entry : c.shape) names.push_back(entry.first);
   for (const auto& entry : c.shape_flags) names.push_back(entry.first);
+  for (const auto& entry : c.choices) names.push_back(entry.first);
   for (const std::string& name : names)
     if (!own.count(name) && args.given("--" + name)) args.error("--" + name + " is not a shape option of " + op.name());
   return shape;

@@ -2,8 +2,9 @@
 // to the tune cache that planning reads (docs/workbench.md, "Autotuning"). Any op's kernel.
 #include <algorithm>
 #include <cstdio>
-
+#include <map>
 #include <memory>
+#include <string>
 
 #include <cuda_runtime_api.h>
 
@@ -17,8 +18,8 @@ namespace mlakit::cli {
 namespace {
 
 const char* kTuneUsage =
-    "usage: mlakit tune [KERNEL] [--suite NAME] [--seed S] [--cache PATH] [--iters N] [--warmup N]\n"
-    "                   [--no-verify] [--verbose] [--quiet] [--dry-run [--device NAME]]\n\n"
+    "usage: mlakit tune [KERNEL] [--suite NAME] [--kv bf16|fp8] [--seed S] [--cache PATH] [--iters N]\n"
+    "                   [--warmup N] [--no-verify] [--verbose] [--quiet] [--dry-run [--device NAME]]\n\n"
     "For each shape bucket of the suite (T rounded up to a power of two, heads, widths, page size,\n"
     "topk), verifies and times every valid tiling of KERNEL's search space on the bucket's\n"
     "workloads (cold L2, median span) and stores the one with the lowest mean span in the tune\n"
@@ -27,6 +28,7 @@ const char* kTuneUsage =
     "  KERNEL        registry key (default: the registry default of the suite's op; or --kernel KEY)\n"
     "  --suite NAME  dsa-contest (default), dsa-serving, dsa-edge, mla-serving, mla-edge; the suite\n"
     "                names the op\n"
+    "  --kv fp8      the suite's FP8-cache flavour (dsa_decode: dsa-contest-fp8, ...); bf16: the suite\n"
     "  --cache PATH  tune cache file (default $MLAKIT_CACHE_DIR, $XDG_CACHE_HOME/mlakit or\n"
     "                ~/.cache/mlakit, + /tune.json)\n"
     "  --iters N     timed calls per (tiling, workload), default 50; --warmup N, default 10\n"
@@ -94,6 +96,7 @@ struct TuneArgs {
   std::string target, kernel, suite = "dsa-contest", cache, device;
   long long seed = 1, iters = 50, warmup = 10;
   bool no_verify = false, verbose = false, dry_run = false, quiet = false;
+  std::map<std::string, std::string> choices;  // the suite-flavouring choices ("kv" -> "fp8")
 };
 
 void declare(Args& args, TuneArgs* t) {
@@ -109,6 +112,7 @@ void declare(Args& args, TuneArgs* t) {
   args.flag("--dry-run", &t->dry_run);
   args.flag("--quiet", &t->quiet);
   args.text("--device", &t->device);
+  declare_suite_choices(args, &t->choices);
 }
 
 int run_tune(Args& args) {
@@ -116,7 +120,6 @@ int run_tune(Args& args) {
   declare(args, &a);
   if (!args.parse()) return args.finish(kTuneUsage);
   TuneOptions o;
-  o.suite = a.suite;
   o.seed = uint64_t(a.seed);
   o.cache_path = a.cache;
   o.timing.iters = int(a.iters);
@@ -125,7 +128,9 @@ int run_tune(Args& args) {
   o.verbose = a.verbose;
   o.dry_run = a.dry_run;
   Selection sel;
-  select_op(args, a.target, a.kernel, o.suite, &sel);
+  if (select_op(args, a.target, a.kernel, a.suite, &sel))
+    pick_suite_flavour(args, *sel.op, a.choices, false, &a.suite);
+  o.suite = a.suite;
   if (args.given("--device") && !o.dry_run) args.error("--device NAME only applies with --dry-run");
   if (args.given("--cache") && o.cache_path.empty()) args.error("--cache: expected a file path, got ''");
   if (!args.ok()) return args.finish(kTuneUsage);

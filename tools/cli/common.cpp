@@ -45,6 +45,87 @@ bool select_op(Args& args, const std::string& positional, const std::string& ker
   return true;
 }
 
+void declare_suite_choices(Args& args, std::map<std::string, std::string>* values) {
+  for (const OpBench* op : op_benches())
+    for (const ShapeOption& s : op->shape_options())
+      if (s.flavours_suites && !values->count(s.name)) args.choice("--" + s.name, &(*values)[s.name], s.choices);
+}
+
+namespace {
+
+// The op's option `name` that flavours suites; null when it has none.
+const ShapeOption* suite_choice(const OpBench& op, const std::string& name) {
+  for (const ShapeOption& s : op.shape_options())
+    if (s.name == name && s.flavours_suites) return &s;
+  return nullptr;
+}
+
+// " dsa_decode": the ops whose suites option `name` flavours.
+std::string ops_with_choice(const std::string& name) {
+  std::string ops;
+  for (const OpBench* op : op_benches())
+    if (suite_choice(*op, name)) ops += " " + op->name();
+  return ops;
+}
+
+bool has_suite(const OpBench& op, const std::string& suite) {
+  for (const std::string& s : op.suite_names())
+    if (s == suite) return true;
+  return false;
+}
+
+// One option's flavour of `*suite`; see pick_suite_flavour.
+bool pick_one_flavour(Args& args, const OpBench& op, const ShapeOption& option, const std::string& value,
+                      std::string* suite) {
+  const std::string what = "--" + option.name + " " + value;
+  std::string base = *suite, flavour = option.choices.front();  // the suite's own, before this option
+  for (size_t i = 1; i < option.choices.size(); ++i) {
+    const std::string suffix = "-" + option.choices[i];
+    if (base.size() > suffix.size() && base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      base.resize(base.size() - suffix.size());
+      flavour = option.choices[i];
+    }
+  }
+  if (flavour != option.choices.front() && flavour != value) {
+    args.error(what + ": suite " + *suite + " is the " + flavour + " flavour of " + base + "; give --suite " +
+               (value == option.choices.front() ? base : base + "-" + value) + ", or --" + option.name + " " +
+               flavour);
+    return false;
+  }
+  const std::string picked = value == option.choices.front() ? base : base + "-" + value;
+  if (!has_suite(op, picked)) {
+    std::string known;
+    for (const std::string& s : op.suite_names()) known += " " + s;
+    args.error(what + ": suite " + base + " has no " + value + " flavour (no suite " + picked + "; " + op.name() +
+               " suites:" + known + ")");
+    return false;
+  }
+  *suite = picked;
+  return true;
+}
+
+}  // namespace
+
+bool pick_suite_flavour(Args& args, const OpBench& op, const std::map<std::string, std::string>& values,
+                        bool trace, std::string* suite) {
+  for (const auto& [name, value] : values) {
+    if (!args.given("--" + name)) continue;
+    const ShapeOption* option = suite_choice(op, name);
+    if (option == nullptr) {
+      args.error("--" + name + ": not an option of " + op.name() + " (ops with --" + name + ":" +
+                 ops_with_choice(name) + ")");
+      return false;
+    }
+    if (trace) {
+      args.error("--" + name + " " + value + ": a trace's workloads keep the format they are read in; give --suite");
+      return false;
+    }
+    if (suite->empty() && !op.suite_names().empty()) *suite = op.suite_names().front();
+    if (!pick_one_flavour(args, op, *option, value, suite)) return false;
+  }
+  return true;
+}
+
 Status dry_target(const KernelEntry& kernel, PlanTarget* target) {
   DeviceFacts preferred;
   if (find_known_device(kDryPlanDevice, &preferred).is_ok() && plan_target(kernel, preferred, target).is_ok())

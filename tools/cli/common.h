@@ -2,6 +2,7 @@
 // targets plans are made for (a live device, or a known chip on a machine without one).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "cli.h"
@@ -23,6 +24,16 @@ struct Selection {
 // when nothing names one. An unknown suite, kernel or op becomes an error in `args`; false then.
 bool select_op(Args& args, const std::string& positional, const std::string& kernel_key, const std::string& suite,
                Selection* out);
+
+// verify, bench and tune: the choices of every op that flavour suites (ShapeOption::flavours_suites,
+// `--kv fp8`), declared once per name; `values` receives them by name ("kv" -> "fp8").
+void declare_suite_choices(Args& args, std::map<std::string, std::string>* values);
+// The suite the given choices pick for `op`: `*suite` ("" = the op's first suite) or its flavour
+// "<suite>-<value>" (a value past the option's first). False, with an error naming the option in
+// `args`, when the op has no such option, the suite has no such flavour, the suite already is
+// another flavour of the option, or `trace` (a trace's workloads keep the format they were read in).
+bool pick_suite_flavour(Args& args, const OpBench& op, const std::map<std::string, std::string>& values,
+                        bool trace, std::string* suite);
 
 // The chip a machine without a usable GPU plans for, to check --tiling and tune dry runs: the H200
 // of the table, or the first known chip the kernel's arch runs on.

@@ -16,11 +16,37 @@
 namespace mlakit {
 
 struct DsaBench::Inputs::Device {
-  DeviceBuffer q_nope, q_pe, ckv, kpe, indices, out, lse;
+  DeviceBuffer q_nope, q_pe, ckv, kpe, kv, indices, out, lse;
 };
 
 DsaBench::Inputs::Inputs() = default;
 DsaBench::Inputs::~Inputs() = default;
+
+// The caches of the workload's key on the host, and on the device when `upload` (dev_ exists):
+// ckv and kpe for bf16, kv for FP8 (the other format's device buffers freed).
+Status DsaBench::Inputs::make_caches(const DsaWorkload& w, uint64_t seed, bool upload) {
+  const DsaProblem& p = w.problem;
+  const CacheKey key{p.num_pages, p.page_size, p.kv, w.cache_values};
+  if (key == cache_key_) return Status::ok();
+  cache_key_ = CacheKey{};  // none resident until the new ones are made and uploaded
+  make_dsa_caches(p, seed, &host_, w.cache_values);
+  const bool fp8 = p.kv == DsaKv::kFp8;
+  if (fp8) quantize_dsa_caches(p, &host_);
+  Status st;
+  if (upload && fp8) {
+    dev_->ckv.release();
+    dev_->kpe.release();
+    st = dev_->kv.upload(host_.kv, "kv_cache upload");
+  } else if (upload) {
+    dev_->kv.release();
+    st = dev_->ckv.upload(host_.ckv, "ckv_cache upload");
+    if (st.is_ok()) st = dev_->kpe.upload(host_.kpe, "kpe_cache upload");
+  }
+  std::vector<uint8_t>().swap(host_.kv);  // on the device now, or never needed there
+  MLAKIT_RETURN_IF_ERROR(st);
+  cache_key_ = key;
+  return Status::ok();
+}
 
 Status DsaBench::Inputs::prepare(const DsaWorkload& w, uint64_t seed, bool upload) {
   MLAKIT_RETURN_IF_ERROR(w.problem.validate());
@@ -31,19 +57,10 @@ Status DsaBench::Inputs::prepare(const DsaWorkload& w, uint64_t seed, bool uploa
   workload_ = w;
   reference_.reset();
   make_dsa_queries(w, seed, &host_);
-  const bool new_caches = w.problem.num_pages != cache_pages_ || w.problem.page_size != cache_page_size_;
-  if (new_caches) {
-    make_dsa_caches(w.problem, seed, &host_);
-    cache_pages_ = w.problem.num_pages;
-    cache_page_size_ = w.problem.page_size;
-  }
+  if (upload && !dev_) dev_ = std::make_unique<Device>();
+  MLAKIT_RETURN_IF_ERROR(make_caches(w, seed, upload));
   if (!upload) return Status::ok();
-  if (!dev_) dev_ = std::make_unique<Device>();
   Device& d = *dev_;
-  if (new_caches) {
-    MLAKIT_RETURN_IF_ERROR(d.ckv.upload(host_.ckv, "ckv_cache upload"));
-    MLAKIT_RETURN_IF_ERROR(d.kpe.upload(host_.kpe, "kpe_cache upload"));
-  }
   MLAKIT_RETURN_IF_ERROR(d.q_nope.upload(host_.q_nope, "q_nope upload"));
   MLAKIT_RETURN_IF_ERROR(d.q_pe.upload(host_.q_pe, "q_pe upload"));
   MLAKIT_RETURN_IF_ERROR(d.indices.upload(w.indices, "sparse_indices upload"));
@@ -57,8 +74,12 @@ DsaTensors DsaBench::Inputs::tensors() const {
   if (!dev_) return t;
   t.q_nope = dev_->q_nope.data();
   t.q_pe = dev_->q_pe.data();
-  t.ckv_cache = dev_->ckv.data();
-  t.kpe_cache = dev_->kpe.data();
+  if (workload_.problem.kv == DsaKv::kFp8) {
+    t.kv_cache = dev_->kv.data();  // rows contiguous: kv_stride_page 0 = page_size * 656
+  } else {
+    t.ckv_cache = dev_->ckv.data();
+    t.kpe_cache = dev_->kpe.data();
+  }
   t.sparse_indices = static_cast<const int32_t*>(dev_->indices.data());
   t.output = dev_->out.data();
   t.lse = static_cast<float*>(dev_->lse.data());
@@ -146,6 +167,8 @@ const std::vector<ShapeOption>& DsaBench::shape_options() {
       {"topk", 1, 1 << 20, false, "columns of sparse_indices, default 2048"},
       {"num-pages", 1, 1 << 24, false, "pages of the cache, default enough for distinct pages per row"},
       {"valid", 0, 1 << 20, false, "valid leading entries per row, default topk"},
+      // Choice i is DsaKv(i); on verify, bench and tune it picks a suite's FP8 flavour.
+      {"kv", 0, 1, false, "the cache format: bf16 (default) or fp8", false, {"bf16", "fp8"}, true},
   };
   return options;
 }
@@ -165,6 +188,7 @@ DsaProblem shape_problem(const ShapeArgs& args) {
   p.topk = int(get("topk", 2048));
   const long long pages_needed = (long long)p.num_tokens * ((p.topk + p.page_size - 1) / p.page_size + 1);
   p.num_pages = int(get("num-pages", std::min<long long>(pages_needed, 1 << 20)));
+  p.kv = DsaKv(get("kv", 0));
   return p;
 }
 
@@ -175,22 +199,31 @@ constexpr double kSynthElementsPerSecond = 5e7;
 constexpr double kReferenceFlopsPerSecond = 9e9;
 
 // What a session holds for `p`: bf16 caches and queries, the indices twice (the suite's copy and
-// the session's), the fp64 reference output and lse, the unit pool of the synthesis.
-HostFootprint dsa_footprint(const DsaProblem& p, double reference_flops) {
+// the session's), the fp64 reference output and lse, the unit pool of the synthesis; for the FP8
+// cache its rows too, held beside the bf16 caches until they are uploaded.
+HostFootprint dsa_footprint(const DsaProblem& p, double reference_flops,
+                            DsaCacheValues values = DsaCacheValues::kRandn) {
   const double slots = double(p.num_pages) * p.page_size, rows = double(p.num_tokens) * p.num_heads;
   const double width = p.head_dim_ckv + p.head_dim_kpe;
   const double caches = slots * width * 2, queries = rows * width * 2;
+  const bool fp8 = p.kv == DsaKv::kFp8;
+  const double fp8_rows = fp8 ? slots * dsa_slot_bytes(p) : 0;
   const double indices = 2.0 * double(p.num_tokens) * p.topk * 4;
   const double reference = rows * (p.head_dim_ckv + 1) * 8;
   HostFootprint f;
-  f.bytes = caches + queries + indices + reference + double(p.num_pages) * 4;
-  f.detail = "caches " + format_bytes(caches) + ", queries " + format_bytes(queries) + ", indices " +
-             format_bytes(indices) + ", reference " + format_bytes(reference);
+  f.bytes = caches + fp8_rows + queries + indices + reference + double(p.num_pages) * 4;
+  f.detail = "caches " + format_bytes(caches) + (fp8 ? " + FP8 rows " + format_bytes(fp8_rows) : "") +
+             ", queries " + format_bytes(queries) + ", indices " + format_bytes(indices) + ", reference " +
+             format_bytes(reference);
   const double threads = std::max(1u, std::thread::hardware_concurrency());
-  f.synth_seconds = (slots + rows) * width / (kSynthElementsPerSecond * threads);
-  // A session keeps the caches while the page count and page size stay (Inputs::prepare).
-  f.shared_key = "pages=" + std::to_string(p.num_pages) + " ps=" + std::to_string(p.page_size);
-  f.shared_synth_seconds = slots * width / (kSynthElementsPerSecond * threads);
+  // Quantizing and dequantizing a cache element together cost about what synthesizing it does
+  // (dsa-serving's cache on the 2-core runner: 3.0 s against 3.2 s).
+  const double cache_work = slots * width * (fp8 ? 2 : 1);
+  f.synth_seconds = (cache_work + rows * width) / (kSynthElementsPerSecond * threads);
+  // A session keeps the caches while their shape, format and values stay (Inputs::prepare).
+  f.shared_key = "pages=" + std::to_string(p.num_pages) + " ps=" + std::to_string(p.page_size) +
+                 (fp8 ? " kv=fp8" : "") + (values == DsaCacheValues::kFp8Tiles ? " fp8-tiles" : "");
+  f.shared_synth_seconds = cache_work / (kSynthElementsPerSecond * threads);
   f.reference_seconds = reference_flops / (kReferenceFlopsPerSecond * threads);
   return f;
 }
@@ -223,7 +256,7 @@ WorkloadInfo DsaBench::describe(const DsaWorkload& w) {
   i.bucket = dsa_shape_bucket(w.problem);
   i.num_tokens = w.problem.num_tokens;
   i.cost = dsa_cost(w.problem, valid_per_row(w));
-  i.host = dsa_footprint(w.problem, i.cost.flops);
+  i.host = dsa_footprint(w.problem, i.cost.flops, w.cache_values);
   return i;
 }
 

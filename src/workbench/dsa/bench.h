@@ -22,8 +22,11 @@ struct DsaBench {
   using Problem = DsaProblem;
   using Workload = DsaWorkload;
 
-  // One workload's host inputs (q per workload, caches per (num_pages, page_size)), their device
-  // copies and the reference.
+  // One workload's host inputs (q per workload, caches per cache key), their device copies and
+  // the reference. An FP8 workload's caches are made as bf16 ones, quantized on the host into the
+  // 656-byte rows that go to the device as kv_cache, and replaced on the host by their dequantized
+  // values, which the fp64 reference reads: the contest tolerance applies unchanged. Only the
+  // format's caches are on the device; the host keeps no FP8 rows once they are uploaded.
   class Inputs {
    public:
     Inputs();
@@ -37,9 +40,18 @@ struct DsaBench {
 
    private:
     struct Device;
+    // What the resident caches were made for: their shape, format and values.
+    struct CacheKey {
+      int num_pages = -1, page_size = -1;
+      DsaKv kv = DsaKv::kBf16;
+      DsaCacheValues values = DsaCacheValues::kRandn;
+      bool operator==(const CacheKey&) const = default;
+    };
+    Status make_caches(const DsaWorkload& w, uint64_t seed, bool upload);
+
     DsaWorkload workload_;
     DsaHostData host_;
-    int cache_pages_ = -1, cache_page_size_ = -1;  // shape of the resident caches
+    CacheKey cache_key_;  // num_pages -1: none resident
     std::unique_ptr<DsaReferenceOutput> reference_;
     std::unique_ptr<Device> dev_;
   };

@@ -165,7 +165,34 @@ Status add_out_of_range(EdgeBuilder& b) {
   return Status::ok();
 }
 
+// dsa-edge-fp8's own: every tile pattern of kFp8Tiles under full, partial and one-slot rows; then
+// rows over pages of 16 and 128 slots (the page stride of the FP8 cache is page_size * 656 bytes).
+Status add_fp8_only(EdgeBuilder& b) {
+  DsaProblem p = edge_problem(4);
+  p.kv = DsaKv::kFp8;
+  DsaWorkload w;
+  MLAKIT_RETURN_IF_ERROR(b.start("edge-fp8-tiles-T4", p, {2048, 2048, 700, 1}, &w));
+  w.cache_values = DsaCacheValues::kFp8Tiles;
+  b.add(std::move(w));
+  for (const int page_size : {16, 128}) {
+    p = edge_problem(4, page_size, kEdgePages * 64 / page_size);  // the same 65,536 slots
+    p.kv = DsaKv::kFp8;
+    MLAKIT_RETURN_IF_ERROR(
+        b.start("edge-fp8-ps" + std::to_string(page_size) + "-T4", p, {2048, 1000, page_size + 3, 0}, &w));
+    b.add(std::move(w));
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+Status add_fp8_edges(uint64_t seed, DsaSuite* out) {
+  out->description +=
+      "; then its own: the tiles that test the FP8 scale rule (all +0, all -0, tiny under the 1e-4 clamp, "
+      "amax 448 * 2^-8 and just above, large), page sizes 16 and 128";
+  EdgeBuilder b(seed, out);
+  return add_fp8_only(b);
+}
 
 Status make_edge_suite(uint64_t seed, DsaSuite* out) {
   out->name = "dsa-edge";

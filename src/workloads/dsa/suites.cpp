@@ -2,6 +2,7 @@
 #include "workloads/dsa/suites.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "workloads/dsa/synth.h"
 
@@ -41,13 +42,47 @@ Status make_serving_suite(uint64_t seed, DsaSuite* out) {
 
 }  // namespace synth
 
-std::vector<std::string> dsa_suite_names() { return {"dsa-contest", "dsa-serving", "dsa-edge"}; }
+namespace {
+
+constexpr const char* kBf16Suites[] = {"dsa-contest", "dsa-serving", "dsa-edge"};
+
+// A suite of bf16 caches; false when `name` is none.
+bool make_bf16_suite(const std::string& name, uint64_t seed, DsaSuite* out, Status* status) {
+  if (name == "dsa-contest") *status = synth::make_contest_suite(seed, out);
+  else if (name == "dsa-serving") *status = synth::make_serving_suite(seed, out);
+  else if (name == "dsa-edge") *status = synth::make_edge_suite(seed, out);
+  else return false;
+  return true;
+}
+
+// The FP8 flavour of bf16 suite `base`: its workloads with kv = fp8 (names, indices and bf16
+// values unchanged: they are seeded by the name and the cache shape), then dsa-edge-fp8's own.
+Status make_fp8_suite(const std::string& base, uint64_t seed, DsaSuite* out) {
+  Status st;
+  make_bf16_suite(base, seed, out, &st);
+  MLAKIT_RETURN_IF_ERROR(st);
+  for (DsaWorkload& w : out->workloads) w.problem.kv = DsaKv::kFp8;
+  out->name = base + kDsaFp8Suffix;
+  out->description += "; the cache in FP8 (656-byte rows quantized on the host from the same bf16 values)";
+  if (base == "dsa-edge") return synth::add_fp8_edges(seed, out);
+  return Status::ok();
+}
+
+}  // namespace
+
+std::vector<std::string> dsa_suite_names() {
+  std::vector<std::string> names(std::begin(kBf16Suites), std::end(kBf16Suites));
+  for (const char* base : kBf16Suites) names.push_back(base + std::string(kDsaFp8Suffix));
+  return names;
+}
 
 Status make_dsa_suite(const std::string& name, uint64_t seed, DsaSuite* out) {
   if (out == nullptr) return Status::invalid_argument("make_dsa_suite: out is null");
-  if (name == "dsa-contest") return synth::make_contest_suite(seed, out);
-  if (name == "dsa-serving") return synth::make_serving_suite(seed, out);
-  if (name == "dsa-edge") return synth::make_edge_suite(seed, out);
+  Status st;
+  if (make_bf16_suite(name, seed, out, &st)) return st;
+  const std::string suffix = kDsaFp8Suffix;
+  for (const char* base : kBf16Suites)
+    if (name == base + suffix) return make_fp8_suite(base, seed, out);
   std::string known;
   for (const std::string& n : dsa_suite_names()) known += (known.empty() ? "" : ", ") + n;
   return Status::not_found("unknown suite '" + name + "'; known suites: " + known);
