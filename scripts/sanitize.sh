@@ -2,7 +2,8 @@
 # compute-sanitizer memcheck, racecheck, initcheck and synccheck over small shapes that cover every
 # code path of the DSA kernels (v1: split + merge kernel, fused epilogue, one stage; v2: rows split
 # and merged in-kernel, one CTA per row, every gather, both MMA paths; the gather floor; empty
-# rows, page size 1; mla_decode: split and merged requests, causal groups, page sizes, layouts),
+# rows, page size 1; v2_fp8 over the FP8 cache and its floor; mla_decode: split and merged
+# requests, causal groups, page sizes, layouts), the GPU quantizer's tests,
 # then the binding's CUDA-graph tests (capture, replay on new inputs) under
 # memcheck and racecheck when PyTorch is there.
 set -uo pipefail
@@ -26,6 +27,8 @@ trap 'rm -rf "$MLAKIT_CACHE_DIR"' EXIT
 V1=dsa_decode.v1_splitk.bf16
 V2=dsa_decode.v2_fused.bf16
 FLOOR=dsa_decode.floor_gather.bf16
+FP8=dsa_decode.v2_fp8.fp8
+FP8_FLOOR=dsa_decode.floor_fp8.fp8
 MLA=mla_decode.v1_paged.bf16
 MLA_FLOOR=mla_decode.floor_stream.bf16
 shapes=(
@@ -52,6 +55,14 @@ shapes=(
   # the gather floor (nothing to check: one timed call): ring and register kernels
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2"
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1g3"
+  # v2_fp8 (FP8 cache): split rows merged in-kernel, one CTA per row over many stages, empty
+  # rows, page size 1 with 5 raw stages, 4 producers; its floor
+  "$FP8 --kv fp8 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n32x4m1p2g1"
+  "$FP8 --kv fp8 --t 2 --topk 2048 --num-pages 128 --tiling s1n64x4m1p2g1"
+  "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --valid 0 --tiling s4n64x4m1p2g1"
+  "$FP8 --kv fp8 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n32x5m1g1"
+  "$FP8 --kv fp8 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p4g1"
+  "$FP8_FLOOR --kv fp8 --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2g1"
   # mla_decode v1_paged: requests split over few CTAs and merged; groups of causal s_q x head
   # blocks; more CTAs than units (page size 16, separate tensors, mixed lengths); one request cut
   # over 132 CTAs (several threads per merged chunk); every compiled pipe
@@ -66,7 +77,7 @@ fail=0
 for tool in memcheck racecheck initcheck synccheck; do
   for shape in "${shapes[@]}"; do
     case "$shape" in
-      "$FLOOR "*|"$MLA_FLOOR "*) how="--warmup 0 --iters 1" ;;  # nothing to check: one timed call
+      "$FLOOR "*|"$FP8_FLOOR "*|"$MLA_FLOOR "*) how="--warmup 0 --iters 1" ;;  # nothing to check: one timed call
       *) how="--check --no-time" ;;
     esac
     if MLAKIT_TIMER=events "$SAN" --tool "$tool" --error-exitcode 99 ./"$BUILD"/mlakit run $shape $how --no-floor \
@@ -77,11 +88,20 @@ for tool in memcheck racecheck initcheck synccheck; do
     fi
   done
 done
+# The GPU quantizer (contiguous and padded pages, strided views) under every tool.
+for tool in memcheck racecheck initcheck synccheck; do
+  if "$SAN" --tool "$tool" --error-exitcode 99 ./"$BUILD"/mlakit_tests_gpu --gtest_filter='DsaQuantizeFp8.*' \
+      >/tmp/mlakit_san.log 2>&1; then
+    echo "[sanitize] $tool clean: the FP8 quantizer tests"
+  else
+    echo "[sanitize] $tool FAILED: the FP8 quantizer tests"; tail -n 30 /tmp/mlakit_san.log; fail=1
+  fi
+done
 # The binding's CUDA graphs: capture and replay on new inputs of the single-launch path.
 if [ -d "$BUILD/python/mlakit" ] && PYTHONPATH="$PWD/$BUILD/python" python3 -c "import torch, mlakit" 2>/dev/null; then
   for tool in memcheck racecheck; do
     if PYTHONPATH="$PWD/$BUILD/python" "$SAN" --tool "$tool" --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider \
-        python/tests/test_gpu.py -k "graph" >/tmp/mlakit_san.log 2>&1; then
+        python/tests/test_gpu.py python/tests/test_fp8.py -k "graph" >/tmp/mlakit_san.log 2>&1; then
       echo "[sanitize] $tool clean: pytest -k graph ($(tail -n 1 /tmp/mlakit_san.log))"
     else
       echo "[sanitize] $tool FAILED: pytest -k graph"; tail -n 30 /tmp/mlakit_san.log; fail=1

@@ -422,13 +422,9 @@ TEST(Cli, KvPicksTheFormatOfAShapeAndTheFlavourOfASuite) {
   const Result r = cli("run --t 2 --topk 256 --num-pages 64 --kv fp8 --check --no-time");
   EXPECT_NE(r.output.find("shape T=2 H=16 ckv=512 kpe=64 pages=64 ps=64 topk=256 kv=fp8"), std::string::npos)
       << r.output;
-  const bool fp8_kernel = default_kernel("dsa_decode", "fp8", 16) != nullptr;
   if (r.output.find("GPU kernels skipped") != std::string::npos) {
     EXPECT_EQ(r.code, 0) << r.output;
     EXPECT_NE(r.output.find("CPU reference"), std::string::npos) << r.output;
-  } else if (!fp8_kernel) {
-    EXPECT_EQ(r.code, 1) << r.output;
-    EXPECT_NE(r.output.find("no registered dsa_decode kernel runs its first workload"), std::string::npos) << r.output;
   } else {
     EXPECT_EQ(r.code, 0) << r.output;
     EXPECT_NE(r.output.find(" ok"), std::string::npos) << r.output;
@@ -436,7 +432,7 @@ TEST(Cli, KvPicksTheFormatOfAShapeAndTheFlavourOfASuite) {
   // tune: the flavour's first workload picks the kernel.
   const Result t = cli("tune --kv fp8 --dry-run --quiet");
   EXPECT_NE(t.output.find("dsa-contest-fp8"), std::string::npos) << t.output;
-  EXPECT_EQ(t.code, fp8_kernel ? 0 : 2) << t.output;
+  EXPECT_EQ(t.code, 0) << t.output;
 }
 
 // Until an mla_decode kernel registers, the commands say so; without a GPU they show the reference.

@@ -249,42 +249,13 @@ DeviceFacts h200() {
   return f;
 }
 
-// A DSA kernel that reads the FP8 cache and never launches: a plan for an fp8 problem while the
-// registry may have no fp8 kernel yet, so that dsa_run's checks of the format run on a CPU.
-class Fp8TestKernel final : public OpKernel<DsaProblem> {
- public:
-  Fp8TestKernel() {
-    info_ = {"dsa_decode.test_fp8.fp8", "dsa_decode", "test_fp8", "fp8", {16}, 0, "a test kernel", {9, 0, true}};
-  }
-  const KernelInfo& info() const override { return info_; }
-  std::vector<DsaTiling> search_space(const DsaProblem&) const override { return {DsaTiling{}}; }
-  DsaTiling default_tiling(const DsaProblem&, const DeviceFacts&) const override { return {}; }
-  Status validate(const DsaProblem&, const DsaTiling&, const DeviceFacts&) const override { return Status::ok(); }
-  size_t workspace_bytes(const DsaProblem&, const DsaTiling&) const override { return 0; }
-  std::string explain(const DsaProblem&, const DsaTiling&) const override { return ""; }
-  Status launch(const DsaProblem&, const DsaTiling&, const DsaTensors&, void*, cudaStream_t) const override {
-    return Status::internal("a dry plan never launches");
-  }
-
- private:
-  KernelInfo info_;
-};
-
-// A dry plan (H200 of the table, no GPU) for an fp8 problem: with the registry's default fp8 kernel
-// when one is registered, else with the test kernel.
+// A dry plan (H200 of the table, no GPU) for an fp8 problem with the registry's default fp8 kernel.
 DsaPlan dry_fp8_plan(const DsaProblem& p) {
   static const DeviceFacts facts = h200();
   DsaPlan plan;
-  if (default_kernel("dsa_decode", "fp8", p.num_heads) != nullptr) {
-    DsaPlanOptions o;
-    o.device_facts = &facts;
-    EXPECT_TRUE(dsa_plan(p, o, &plan).is_ok());
-    return plan;
-  }
-  static const Fp8TestKernel kernel;
-  PlanTarget target;
-  EXPECT_TRUE(plan_target(kernel, facts, &target).is_ok());
-  EXPECT_TRUE(Planner<DsaProblem>::plan(target, p, nullptr, &plan).is_ok());
+  DsaPlanOptions o;
+  o.device_facts = &facts;
+  EXPECT_TRUE(dsa_plan(p, o, &plan).is_ok());
   return plan;
 }
 
@@ -300,15 +271,10 @@ TEST(DsaFp8Plan, ABf16KernelKeyIsRefusedForAnFp8Problem) {
             std::string::npos)
       << s.message();
   EXPECT_TRUE(plan.empty());
-  o.kernel_key.clear();  // the default for fp8: whatever the registry holds, never a bf16 kernel
+  o.kernel_key.clear();  // the default for fp8: the fp8 kernel, never a bf16 one
   s = dsa_plan(contest_problem(2, DsaKv::kFp8), o, &plan);
-  if (default_kernel("dsa_decode", "fp8", 16) == nullptr) {
-    EXPECT_NE(s.message().find("no dsa_decode kernel is registered for fp8 with 16 heads"), std::string::npos)
-        << s.message();
-  } else {
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
-    EXPECT_EQ(find_kernel(plan.kernel_key())->info().dtype, "fp8");
-  }
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(plan.kernel_key(), "dsa_decode.v2_fp8.fp8");
 }
 
 // dsa_run checks the tensors before the plan's device: a dry plan reaches every check of the format.

@@ -367,13 +367,15 @@ TEST(Plan, ProblemFirstThenKernelThenArch) {
 TEST(Registry, TheDefaultIsTheHighestRankThatRunsTheShape) {
   EXPECT_EQ(default_kernel("dsa_decode", "bf16", 16), find_kernel("dsa_decode.v2_fused.bf16"));
   EXPECT_EQ(default_kernel("dsa_decode", "bf16", 64), nullptr);
-  EXPECT_EQ(default_kernel("dsa_decode", "fp8", 16), nullptr);
+  EXPECT_EQ(default_kernel("dsa_decode", "fp8", 16), find_kernel("dsa_decode.v2_fp8.fp8"));
+  EXPECT_EQ(default_kernel("dsa_decode", "fp8", 64), nullptr);
   for (int heads : {16, 32, 64, 128})
     EXPECT_EQ(default_kernel("mla_decode", "bf16", heads), find_kernel("mla_decode.v1_paged.bf16")) << heads;
   EXPECT_EQ(default_kernel("mla_decode", "bf16", 8), nullptr);
   EXPECT_EQ(default_kernel("mla_decode", "fp8", 16), nullptr);
-  EXPECT_EQ(kernels_of("dsa_decode").size(), 3u);
-  for (const char* key : {"dsa_decode.v1_splitk.bf16", "dsa_decode.v2_fused.bf16", "dsa_decode.floor_gather.bf16"})
+  EXPECT_EQ(kernels_of("dsa_decode").size(), 5u);
+  for (const char* key : {"dsa_decode.v1_splitk.bf16", "dsa_decode.v2_fused.bf16", "dsa_decode.floor_gather.bf16",
+                          "dsa_decode.v2_fp8.fp8", "dsa_decode.floor_fp8.fp8"})
     EXPECT_NE(kernel_keys("dsa_decode").find(key), std::string::npos) << key;
 }
 

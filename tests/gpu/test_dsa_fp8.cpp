@@ -27,12 +27,6 @@
 
 namespace mlakit {
 
-// The GPU quantizer is defined with the FP8 kernels (issue "DSA decode over DeepSeek-V3.2's FP8
-// cache", item 2), which land apart from these tests: referenced weakly, so that this binary links
-// without it. Its tests skip while it is absent, and fail once an fp8 kernel is registered without
-// it (then nothing in the binary pulled its definition in: reference it strongly).
-[[gnu::weak]] Status dsa_quantize_fp8(const DsaFp8QuantizeArgs& args, cudaStream_t stream);
-
 namespace {
 
 using namespace dsa_fp8;
@@ -45,15 +39,6 @@ using namespace dsa_fp8;
     ASSERT_TRUE(query_device(0, &facts_).is_ok());                               \
     Status gate_ = check_arch(ArchRequirement{}, facts_);                        \
     if (!gate_.is_ok()) GTEST_SKIP() << gate_.message();                         \
-  } while (0)
-
-// Skips the test while the build has no GPU quantizer (see the declaration above).
-#define REQUIRE_QUANTIZER()                                                                        \
-  do {                                                                                             \
-    if (&dsa_quantize_fp8 != nullptr) break;                                                       \
-    if (default_kernel("dsa_decode", "fp8", 16) != nullptr)                                        \
-      FAIL() << "an fp8 kernel is registered but dsa_quantize_fp8 is not linked into this binary"; \
-    GTEST_SKIP() << "dsa_quantize_fp8 is not part of this build yet (it lands with the FP8 kernels)"; \
   } while (0)
 
 uint64_t fresh_seed() { return std::random_device{}() | (uint64_t(std::random_device{}()) << 32); }
@@ -134,7 +119,6 @@ void expect_rows(const std::vector<uint8_t>& got, const std::vector<uint8_t>& ro
 
 TEST(DsaQuantizeFp8, EqualsTheHostQuantizerBitForBit) {
   REQUIRE_SM90A();
-  REQUIRE_QUANTIZER();
   const uint64_t seed = fresh_seed();
   for (const int page_size : {1, 16, 64}) {
     const int num_pages = 8192 / page_size + 3;
@@ -152,7 +136,6 @@ TEST(DsaQuantizeFp8, EqualsTheHostQuantizerBitForBit) {
 
 TEST(DsaQuantizeFp8, ErrorsNameTheArgument) {
   REQUIRE_SM90A();
-  REQUIRE_QUANTIZER();
   DeviceBuffer ckv, kpe, kv;
   ASSERT_TRUE(ckv.reserve(64 * 512 * 2, "ckv").is_ok());
   ASSERT_TRUE(kpe.reserve(64 * 64 * 2, "kpe").is_ok());
