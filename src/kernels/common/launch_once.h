@@ -23,4 +23,23 @@ cudaError_t opt_in_smem_once(int bytes) {
   return cudaSuccess;
 }
 
+// One launch of `Kernel` with `smem` bytes of dynamic shared memory (opted in once per device),
+// cooperative when `cooperative` (its CTAs wait for each other, so they must be co-resident).
+template <auto Kernel, class Params>
+cudaError_t launch_with_smem(const Params& params, dim3 grid, dim3 block, int smem, bool cooperative,
+                             cudaStream_t stream) {
+  if (cudaError_t e = opt_in_smem_once<Kernel>(smem); e != cudaSuccess) return e;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  config.attrs = attr;
+  config.numAttrs = cooperative ? 1 : 0;
+  return cudaLaunchKernelEx(&config, Kernel, params);
+}
+
 }  // namespace mlakit::kernels

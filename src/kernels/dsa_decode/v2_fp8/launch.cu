@@ -10,24 +10,12 @@
 namespace mlakit::dsa_v2_fp8 {
 namespace {
 
-using KernelFn = void (*)(Params);
-
 template <int Stages, int Producers, Work W>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
-  constexpr int smem = int(sizeof(SmemPlan<Stages>));
-  constexpr KernelFn kernel = dsa_v2_fp8_kernel<Stages, Producers, W>;
-  if (cudaError_t e = kernels::opt_in_smem_once<kernel>(smem); e != cudaSuccess) return e;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(params.max_splits, params.num_tokens);
-  config.blockDim = dim3(kThreadsFor<Producers>);
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;  // a row's CTAs wait for each other
-  attr[0].val.cooperative = 1;
-  config.attrs = attr;
-  config.numAttrs = params.max_splits > 1 && W == Work::kDecode ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, params);
+  // Cooperative when a row may split: its CTAs wait for each other to merge (the floor merges nothing).
+  return kernels::launch_with_smem<dsa_v2_fp8_kernel<Stages, Producers, W>>(
+      params, dim3(params.max_splits, params.num_tokens), dim3(kThreadsFor<Producers>), int(sizeof(SmemPlan<Stages>)),
+      params.max_splits > 1 && W == Work::kDecode, stream);
 }
 
 // Calls f.template operator()<Stages, Producers, W>() for the compiled instance, or returns

@@ -11,24 +11,12 @@
 namespace mlakit::mla_v1 {
 namespace {
 
-using KernelFn = void (*)(Params);
-
 template <int Stages, int Producers, bool kMath>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
-  constexpr int smem = int(sizeof(SmemPlan<Stages>));
-  constexpr KernelFn kernel = mla_v1_kernel<Stages, Producers, kMath>;
-  if (cudaError_t e = kernels::opt_in_smem_once<kernel>(smem); e != cudaSuccess) return e;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(params.ctas_per_group, params.groups);
-  config.blockDim = dim3(kThreadsFor<Producers>);
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;
-  attr[0].val.cooperative = 1;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, kernel, params);
+  // Always cooperative: the CTAs of a split request wait for each other to merge.
+  return kernels::launch_with_smem<mla_v1_kernel<Stages, Producers, kMath>>(
+      params, dim3(params.ctas_per_group, params.groups), dim3(kThreadsFor<Producers>), int(sizeof(SmemPlan<Stages>)),
+      true, stream);
 }
 
 // Calls f.template operator()<Stages, Producers>() for the compiled pipe, or returns
