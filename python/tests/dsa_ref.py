@@ -12,6 +12,18 @@ CONTEST_SM_SCALE = 0.1352337788608801
 HEADS, CKV, KPE = 16, 512, 64
 
 
+# The shapes every GPU test of a DSA call runs (make_inputs' keyword arguments by name): full rows
+# at T = 1 and 8, valid prefixes, empty rows, page size 1, a short top-k.
+CASES = {
+    "T1-full": dict(num_tokens=1),
+    "T8-full": dict(num_tokens=8),
+    "T4-valid-prefixes": dict(num_tokens=4, valid=[2048, 1000, 65, 1]),
+    "T3-empty-rows": dict(num_tokens=3, valid=[0, 2048, 0]),
+    "T2-page-size-1": dict(num_tokens=2, num_pages=4096, page_size=1, valid=[2048, 333]),
+    "T5-topk-64": dict(num_tokens=5, topk=64, valid=[64, 10, 0, 64, 63]),
+}
+
+
 def make_inputs(torch, num_tokens, *, num_pages=64, page_size=64, topk=2048, valid=None,
                 device="cuda", seed=0):
     """Fresh randn bf16 q and caches, and int32 indices of `topk` distinct random slots a row.

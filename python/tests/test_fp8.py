@@ -17,7 +17,7 @@ import struct
 import pytest
 
 import mlakit
-from dsa_ref import CONTEST_SM_SCALE, assert_contest_close, make_inputs, reference, run_python
+from dsa_ref import CASES, CONTEST_SM_SCALE, assert_contest_close, make_inputs, reference, run_python
 
 ROW, LATENT, ROPE, TILE = 656, 512, 64, 128
 T, P, PS, TOPK = 3, 4, 64, 128
@@ -698,16 +698,6 @@ def test_quantizer_runs_on_the_stream_given(torch, gpu):
                                 stream=side.cuda_stream if as_handle else side)
         side.synchronize()
         assert_bytes_equal(torch, out, want)
-
-
-CASES = {
-    "T1-full": dict(num_tokens=1),
-    "T8-full": dict(num_tokens=8),
-    "T4-valid-prefixes": dict(num_tokens=4, valid=[2048, 1000, 65, 1]),
-    "T3-empty-rows": dict(num_tokens=3, valid=[0, 2048, 0]),
-    "T2-page-size-1": dict(num_tokens=2, num_pages=4096, page_size=1, valid=[2048, 333]),
-    "T5-topk-64": dict(num_tokens=5, topk=64, valid=[64, 10, 0, 64, 63]),
-}
 
 
 @pytest.mark.parametrize("case", list(CASES))

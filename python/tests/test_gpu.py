@@ -8,7 +8,7 @@ import pytest
 
 import mlakit
 import mlakit.flashinfer_bench as fib
-from dsa_ref import CONTEST_SM_SCALE, assert_contest_close, make_inputs, reference, run_python
+from dsa_ref import CASES, CONTEST_SM_SCALE, assert_contest_close, make_inputs, reference, run_python
 
 
 def check(torch, inputs, out, lse, sm_scale=CONTEST_SM_SCALE):
@@ -23,16 +23,6 @@ def empty_outputs(torch, num_tokens, device):
     out = torch.full((num_tokens, 16, 512), float("nan"), dtype=torch.bfloat16, device=device)
     lse = torch.full((num_tokens, 16), float("nan"), dtype=torch.float32, device=device)
     return out, lse
-
-
-CASES = {
-    "T1-full": dict(num_tokens=1),
-    "T8-full": dict(num_tokens=8),
-    "T4-valid-prefixes": dict(num_tokens=4, valid=[2048, 1000, 65, 1]),
-    "T3-empty-rows": dict(num_tokens=3, valid=[0, 2048, 0]),
-    "T2-page-size-1": dict(num_tokens=2, num_pages=4096, page_size=1, valid=[2048, 333]),
-    "T5-topk-64": dict(num_tokens=5, topk=64, valid=[64, 10, 0, 64, 63]),
-}
 
 
 @pytest.mark.parametrize("case", list(CASES))
