@@ -49,6 +49,17 @@ def make_inputs(torch, num_tokens, *, num_pages=64, page_size=64, topk=2048, val
     return tuple(x.to(device) for x in (q_nope, q_pe, ckv, kpe, indices))
 
 
+def mark_index_edge_cases(idx, num_slots):
+    """Rewrites rows 0-3 of a [>= 4, 2048] index tensor into the index edge cases every DSA call
+    must handle: padding between valid slots, a repeated slot, out-of-range values, one valid entry
+    at the very end."""
+    idx[0, ::3] = -1                                # padding interleaved with valid slots
+    idx[1, 100:200] = idx[1, 0]                     # a slot repeated: counted each time
+    idx[2, 5], idx[2, 6], idx[2, 7] = num_slots, -7, 2**31 - 1  # invalid: treated as padding
+    idx[3, :] = -1
+    idx[3, 2047] = 17                               # one valid entry, at the very end
+
+
 def reference(torch, q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale):
     """fp64 on the inputs' device: (output [T, H, 512], lse [T, H], base 2). Entries that are not
     slots of the cache (-1 or out of range) are padding; empty rows give 0 and -inf."""

@@ -17,7 +17,8 @@ import struct
 import pytest
 
 import mlakit
-from dsa_ref import CASES, CONTEST_SM_SCALE, assert_contest_close, make_inputs, reference, run_python
+from dsa_ref import (CASES, CONTEST_SM_SCALE, assert_contest_close, make_inputs, mark_index_edge_cases,
+                     reference, run_python)
 
 ROW, LATENT, ROPE, TILE = 656, 512, 64, 128
 T, P, PS, TOPK = 3, 4, 64, 128
@@ -712,12 +713,7 @@ def test_matches_the_reference_on_the_dequantized_cache(torch, gpu, case):
 
 def test_padding_anywhere_repeats_and_invalid_indices(torch, gpu):
     q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, 4, device=gpu, seed=30)
-    num_slots = ckv.shape[0] * ckv.shape[1]
-    idx[0, ::3] = -1                                # padding interleaved with valid slots
-    idx[1, 100:200] = idx[1, 0]                     # a slot repeated: counted each time
-    idx[2, 5], idx[2, 6], idx[2, 7] = num_slots, -7, 2**31 - 1  # invalid: treated as padding
-    idx[3, :] = -1
-    idx[3, 2047] = 17                               # one valid entry, at the very end
+    mark_index_edge_cases(idx, num_slots=ckv.shape[0] * ckv.shape[1])
     kv = mlakit.quantize_dsa_fp8(ckv, kpe)
     out, lse = attend(torch, q_nope, q_pe, kv, idx, gpu)
     check(torch, q_nope, q_pe, kv, idx, out, lse)

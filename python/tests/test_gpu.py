@@ -8,7 +8,8 @@ import pytest
 
 import mlakit
 import mlakit.flashinfer_bench as fib
-from dsa_ref import CASES, CONTEST_SM_SCALE, assert_contest_close, make_inputs, reference, run_python
+from dsa_ref import (CASES, CONTEST_SM_SCALE, assert_contest_close, make_inputs, mark_index_edge_cases,
+                     reference, run_python)
 
 
 def check(torch, inputs, out, lse, sm_scale=CONTEST_SM_SCALE):
@@ -34,12 +35,7 @@ def test_matches_reference(torch, gpu, case):
 
 def test_padding_anywhere_repeats_and_invalid_indices(torch, gpu):
     q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, 4, device=gpu, seed=3)
-    num_slots = ckv.shape[0] * ckv.shape[1]
-    idx[0, ::3] = -1                                # padding interleaved with valid slots
-    idx[1, 100:200] = idx[1, 0]                     # a slot repeated: counted each time
-    idx[2, 5], idx[2, 6], idx[2, 7] = num_slots, -7, 2**31 - 1  # invalid: treated as padding
-    idx[3, :] = -1
-    idx[3, 2047] = 17                               # one valid entry, at the very end
+    mark_index_edge_cases(idx, num_slots=ckv.shape[0] * ckv.shape[1])
     inputs = (q_nope, q_pe, ckv, kpe, idx)
     out, lse = mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE)
     check(torch, inputs, out, lse)
