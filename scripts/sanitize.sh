@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # compute-sanitizer memcheck, racecheck, initcheck and synccheck over small shapes that cover every
 # code path of the DSA kernels (v1: split + merge kernel, fused epilogue, one stage; v2: rows split
-# and merged in-kernel, one CTA per row, every gather, both MMA paths; the gather floor; empty
-# rows, page size 1; v2_fp8 over the FP8 cache and its floor; mla_decode: split and merged
+# and merged in-kernel, one CTA per row, every gather, both MMA paths, 32..128 heads; the gather
+# floor; empty rows, page size 1; v2_fp8 over the FP8 cache (16..128 heads) and its floor; mla_decode: split and merged
 # requests, causal groups, page sizes, layouts), the GPU quantizer's tests,
 # then the binding's CUDA-graph tests (capture, replay on new inputs) under
 # memcheck and racecheck when PyTorch is there.
@@ -52,6 +52,12 @@ shapes=(
   "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p2"
   "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p2g1w1"
   "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x5m1g2"
+  # 32, 64 and 128 heads (one CTA per 16 heads and split): split rows merged per head block,
+  # one CTA per row, empty rows, the wgmma path
+  "$V2 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 32 --tiling s4n32x4m1p2"
+  "$V2 --t 2 --topk 256 --num-pages 64 --valid 0 --heads 64 --tiling s2n64x4m1p2"
+  "$V2 --t 1 --topk 512 --num-pages 64 --heads 128 --tiling s1n64x4m1p2"
+  "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --heads 64 --tiling s4n32x4m1p2w1"
   # the gather floor (nothing to check: one timed call): ring and register kernels
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2"
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1g3"
@@ -62,6 +68,8 @@ shapes=(
   "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --valid 0 --tiling s4n64x4m1p2g1"
   "$FP8 --kv fp8 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n32x5m1g1"
   "$FP8 --kv fp8 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p4g1"
+  "$FP8 --kv fp8 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 128 --tiling s4n32x4m1p2g1"
+  "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --heads 32 --tiling s1n64x4m1p2g1"
   "$FP8_FLOOR --kv fp8 --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2g1"
   # mla_decode v1_paged: requests split over few CTAs and merged; groups of causal s_q x head
   # blocks; more CTAs than units (page size 16, separate tensors, mixed lengths); one request cut

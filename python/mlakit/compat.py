@@ -47,8 +47,9 @@ from ._api import dsa_sparse_attention, mla_decode
 
 __all__ = ["SUPPORTED_HEADS", "flash_mla_sparse_fwd", "flash_mla_with_kvcache", "get_mla_metadata"]
 
-#: Query heads per call the DSA kernels are built for (one GPU of a TP-8 DeepSeek-V3.2).
-SUPPORTED_HEADS = (16,)
+#: Query heads per call the DSA kernels run: DeepSeek-V3.2's 128 heads at TP 8, 4, 2 and 1
+#: (data-parallel attention).
+SUPPORTED_HEADS = (16, 32, 64, 128)
 
 _D_CKV, _D_KPE = 512, 64
 _D_QK = _D_CKV + _D_KPE
@@ -99,8 +100,8 @@ def check_arguments(q, kv, indices, d_v, attn_sink=None, topk_length=None) -> No
     if h_q not in SUPPORTED_HEADS:
         raise NotImplementedError(
             f"q: {h_q} query heads are not supported; mlakit's DSA kernels take h_q in "
-            f"{list(SUPPORTED_HEADS)} (DeepSeek-V3.2 at TP 8). Pass the real heads, not heads "
-            f"padded for FlashMLA")
+            f"{list(SUPPORTED_HEADS)} (DeepSeek-V3.2 at TP 8, 4, 2, 1). Pass the real heads, not "
+            f"heads padded for FlashMLA")
     if attn_sink is not None:
         _expect_tensor(attn_sink, "attn_sink", torch.float32, 1, "[h_q]")
         if attn_sink.shape[0] != h_q:

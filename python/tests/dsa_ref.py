@@ -25,15 +25,16 @@ CASES = {
 
 
 def make_inputs(torch, num_tokens, *, num_pages=64, page_size=64, topk=2048, valid=None,
-                device="cuda", seed=0):
-    """Fresh randn bf16 q and caches, and int32 indices of `topk` distinct random slots a row.
+                device="cuda", seed=0, heads=HEADS):
+    """Fresh randn bf16 q (`heads` query heads) and caches, and int32 indices of `topk` distinct
+    random slots a row.
 
     `valid`: None (every entry valid) or one count per row; entries past a row's count are -1.
     """
     g = torch.Generator(device="cpu").manual_seed(seed)
     bf16 = torch.bfloat16
-    q_nope = torch.randn(num_tokens, HEADS, CKV, generator=g).to(bf16)
-    q_pe = torch.randn(num_tokens, HEADS, KPE, generator=g).to(bf16)
+    q_nope = torch.randn(num_tokens, heads, CKV, generator=g).to(bf16)
+    q_pe = torch.randn(num_tokens, heads, KPE, generator=g).to(bf16)
     ckv = torch.randn(num_pages, page_size, CKV, generator=g).to(bf16)
     kpe = torch.randn(num_pages, page_size, KPE, generator=g).to(bf16)
     num_slots = num_pages * page_size

@@ -639,15 +639,15 @@ def check(torch, q_nope, q_pe, kv_cache, idx, out, lse, sm_scale=CONTEST_SM_SCAL
     assert_contest_close(torch, lse, want_lse, "lse")
 
 
-def poisoned_outputs(torch, num_tokens, device):
+def poisoned_outputs(torch, num_tokens, device, heads=16):
     """Outputs poisoned with NaN, so that an element the kernel does not write fails."""
-    out = torch.full((num_tokens, 16, LATENT), math.nan, dtype=torch.bfloat16, device=device)
-    lse = torch.full((num_tokens, 16), math.nan, dtype=torch.float32, device=device)
+    out = torch.full((num_tokens, heads, LATENT), math.nan, dtype=torch.bfloat16, device=device)
+    lse = torch.full((num_tokens, heads), math.nan, dtype=torch.float32, device=device)
     return out, lse
 
 
 def attend(torch, q_nope, q_pe, kv_cache, idx, device, **kwargs):
-    out, lse = poisoned_outputs(torch, q_nope.shape[0], device)
+    out, lse = poisoned_outputs(torch, q_nope.shape[0], device, q_nope.shape[1])
     got = mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, idx, CONTEST_SM_SCALE, out=out,
                                           lse=lse, **kwargs)
     assert got[0] is out and got[1] is lse
@@ -709,6 +709,16 @@ def test_matches_the_reference_on_the_dequantized_cache(torch, gpu, case):
     check(torch, q_nope, q_pe, kv, idx, out, lse)
     empty = (idx < 0).all(dim=1)
     assert bool((out[empty] == 0).all()) and bool(torch.isneginf(lse[empty]).all())
+
+
+@pytest.mark.parametrize("heads", [32, 64, 128])
+@pytest.mark.parametrize("case", ["T1-full", "T3-empty-rows"])
+def test_every_head_count_matches_the_reference(torch, gpu, heads, case):
+    q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, device=gpu, seed=heads + len(case), heads=heads,
+                                              **CASES[case])
+    kv = mlakit.quantize_dsa_fp8(ckv, kpe)
+    out, lse = attend(torch, q_nope, q_pe, kv, idx, gpu)
+    check(torch, q_nope, q_pe, kv, idx, out, lse)
 
 
 def test_padding_anywhere_repeats_and_invalid_indices(torch, gpu):

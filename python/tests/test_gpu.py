@@ -19,10 +19,10 @@ def check(torch, inputs, out, lse, sm_scale=CONTEST_SM_SCALE):
     assert_contest_close(torch, lse, want_lse, "lse")
 
 
-def empty_outputs(torch, num_tokens, device):
+def empty_outputs(torch, num_tokens, device, heads=16):
     """Outputs poisoned with NaN, so that an element the kernel does not write fails."""
-    out = torch.full((num_tokens, 16, 512), float("nan"), dtype=torch.bfloat16, device=device)
-    lse = torch.full((num_tokens, 16), float("nan"), dtype=torch.float32, device=device)
+    out = torch.full((num_tokens, heads, 512), float("nan"), dtype=torch.bfloat16, device=device)
+    lse = torch.full((num_tokens, heads), float("nan"), dtype=torch.float32, device=device)
     return out, lse
 
 
@@ -256,9 +256,53 @@ def test_check_indices(torch, gpu):
 
 
 def test_unsupported_head_count_is_reported(torch, gpu):
-    q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, 2, device=gpu, seed=23)
-    with pytest.raises((NotImplementedError, ValueError), match="head"):
+    """8 heads is a valid problem no kernel runs, 24 none at all: both errors name the counts."""
+    q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, 2, device=gpu, seed=23, heads=32)
+    with pytest.raises(NotImplementedError, match=r"8 heads .*16, 32, 64, 128 heads"):
         mlakit.dsa_sparse_attention(q_nope[:, :8], q_pe[:, :8], ckv, kpe, idx, CONTEST_SM_SCALE)
+    with pytest.raises(ValueError, match=r"num_heads.*16, 32, 64, 128.*got 24"):
+        mlakit.dsa_sparse_attention(q_nope[:, :24], q_pe[:, :24], ckv, kpe, idx, CONTEST_SM_SCALE)
+
+
+# 32, 64 and 128 heads (TP 4, TP 2, data-parallel attention): one CTA per 16 heads; split rows,
+# one-CTA rows and empty rows, into NaN-poisoned outputs.
+@pytest.mark.parametrize("heads", [32, 64, 128])
+@pytest.mark.parametrize("case", ["T1-full", "T4-valid-prefixes", "T3-empty-rows", "T5-topk-64"])
+def test_every_head_count_matches_reference(torch, gpu, heads, case):
+    inputs = make_inputs(torch, device=gpu, seed=heads + len(case), heads=heads, **CASES[case])
+    out, lse = empty_outputs(torch, inputs[0].shape[0], gpu, heads)
+    mlakit.dsa_sparse_attention(*inputs, CONTEST_SM_SCALE, out=out, lse=lse)
+    check(torch, inputs, out, lse)
+
+
+def test_many_heads_read_strided_views_of_576_wide_buffers(torch, gpu):
+    """128 heads: q as views of one [T, 128, 576] buffer, so each head group's queries start
+    16 x 576 elements apart; the caches as views of one [pages, 64, 576] buffer."""
+    T = 2
+    q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, T, device=gpu, seed=40, heads=128, valid=[2048, 77])
+    q = torch.cat([q_nope, q_pe], dim=-1)
+    kv = torch.cat([ckv, kpe], dim=-1)
+    out, lse = empty_outputs(torch, T, gpu, 128)
+    mlakit.dsa_sparse_attention(q[..., :512], q[..., 512:], kv[..., :512], kv[..., 512:], idx,
+                                CONTEST_SM_SCALE, out=out, lse=lse)
+    check(torch, (q_nope, q_pe, ckv, kpe, idx), out, lse)
+
+
+def test_cuda_graph_of_many_heads_replays_new_input_values(torch, gpu):
+    """64 heads, T = 2: 4 head groups x 16 splits of a row merge through their own counters."""
+    static = make_inputs(torch, 2, device=gpu, seed=41, heads=64)
+    out, lse = empty_outputs(torch, 2, gpu, 64)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        mlakit.dsa_sparse_attention(*static, CONTEST_SM_SCALE, out=out, lse=lse)
+    for seed, valid in ((42, [2048, 0]), (43, [3, 2000])):
+        fresh = make_inputs(torch, 2, device=gpu, seed=seed, heads=64, valid=valid)
+        for dst, src in zip(static, fresh):
+            dst.copy_(src)
+        out.fill_(float("nan"))
+        lse.fill_(float("nan"))
+        graph.replay()
+        check(torch, fresh, out, lse)
 
 
 def test_plan_info_and_plan_cache(torch, gpu):

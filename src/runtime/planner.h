@@ -84,7 +84,11 @@ struct Planner {
     const int heads = Contract::heads(problem);
     *out = dynamic_cast<const Kernel*>(default_kernel(Contract::kOp, dtype, heads));
     if (*out != nullptr) return Status::ok();
-    const std::string keys = kernel_keys(Contract::kOp);
+    // Each registered kernel with what it runs, so the error names the supported head counts.
+    std::string keys;
+    for (const KernelEntry* k : kernels_of(Contract::kOp))
+      if (!k->info().floor)
+        keys += " " + k->info().key + " (" + k->info().dtype + ", " + k->info().heads_string() + " heads)";
     return Status::unsupported(std::string("no ") + Contract::kOp + " kernel is registered for " +
                                dtype + " with " + std::to_string(heads) + " heads (registered:" +
                                (keys.empty() ? std::string(" none") : keys) + ")");

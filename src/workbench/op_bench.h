@@ -114,7 +114,9 @@ class BenchSuite {
 // A choice that flavours suites is also an option of verify, bench and tune: a value past the
 // first reads the suite "<suite>-<value>" instead of <suite> (`--kv fp8 --suite dsa-contest` reads
 // dsa-contest-fp8), so an op's suites of one format and its flavours' stay one list of names and
-// a format is picked the same way for one shape and for a suite.
+// a format is picked the same way for one shape and for a suite. An integer can flavour suites
+// too (`--heads 64 --suite dsa-serving` reads dsa-serving-h64); the flavours of several options
+// follow each other in the order the op declares them (dsa-serving-h64-fp8).
 struct ShapeOption {
   std::string name;  // "t" for --t
   long long lo = 0, hi = 0;
@@ -122,7 +124,11 @@ struct ShapeOption {
   std::string help;  // "number of tokens"
   bool flag = false;
   std::vector<std::string> choices = {};  // a named choice: its values, the default first
-  bool flavours_suites = false;      // a choice that picks "<suite>-<value>" on verify, bench, tune
+  bool flavours_suites = false;      // picks "<suite>-<prefix><value>" on verify, bench and tune
+  // A flavour's part of a suite name is "-" + flavour_prefix + value ("-fp8", "-h64"); an integer
+  // option (no choices) that flavours suites names the plain suite with `fallback` (--heads 16).
+  std::string flavour_prefix = {};
+  long long fallback = 0;
 };
 using ShapeArgs = std::map<std::string, long long>;  // the options given, by name (a flag: 1)
 
@@ -151,8 +157,22 @@ const std::vector<const OpBench*>& op_benches();
 const OpBench* find_op_bench(const std::string& name);
 // The op that has a suite of this name; null when none has.
 const OpBench* op_bench_of_suite(const std::string& suite);
-// " dsa_decode ..." for "known:" lists; " dsa-contest dsa-serving ..." of every op.
+// " dsa_decode ..." for "known:" lists; " dsa-contest dsa-serving ..." of every op (suite_summary).
 std::string op_names();
 std::string suite_names_of_all_ops();
+
+// Suite flavours (ShapeOption::flavours_suites): a suite's name is the plain suite's, then the
+// part each flavour option adds, in the order the op declares them ("dsa-serving-h64-fp8").
+// The options of `op` that flavour suites, in that order.
+std::vector<const ShapeOption*> flavour_options(const OpBench& op);
+// The value of an option that adds nothing: its first choice, or an integer's fallback.
+std::string plain_flavour(const ShapeOption& option);
+// The part of a suite name that `value` adds: "" for the plain value, else "-<prefix><value>".
+std::string flavour_suffix(const ShapeOption& option, const std::string& value);
+// `suite` without its flavour parts; `values` (when not null) gets the value of each part found.
+std::string split_flavours(const OpBench& op, const std::string& suite, std::map<std::string, std::string>* values);
+// " dsa-contest dsa-serving dsa-edge, each also -h32|-h64|-h128 (--heads), then -fp8 (--kv)": the
+// plain suites and the flavours their names can carry.
+std::string suite_summary(const OpBench& op);
 
 }  // namespace mlakit

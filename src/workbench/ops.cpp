@@ -1,4 +1,7 @@
 // The op table: one line per op (its workbench traits live in workbench/<op>/bench.h).
+#include <algorithm>
+#include <map>
+
 #include "workbench/dsa/bench.h"
 #include "workbench/mla/bench.h"
 #include "workbench/op_bench.h"
@@ -34,9 +37,86 @@ std::string op_names() {
 
 std::string suite_names_of_all_ops() {
   std::string names;
-  for (const OpBench* op : op_benches())
-    for (const std::string& s : op->suite_names()) names += " " + s;
+  for (const OpBench* op : op_benches()) names += (names.empty() ? "" : ";") + suite_summary(*op);
   return names;
+}
+
+std::vector<const ShapeOption*> flavour_options(const OpBench& op) {
+  std::vector<const ShapeOption*> options;
+  for (const ShapeOption& s : op.shape_options())
+    if (s.flavours_suites) options.push_back(&s);
+  return options;
+}
+
+std::string plain_flavour(const ShapeOption& option) {
+  return option.choices.empty() ? std::to_string(option.fallback) : option.choices.front();
+}
+
+std::string flavour_suffix(const ShapeOption& option, const std::string& value) {
+  return value == plain_flavour(option) ? std::string() : "-" + option.flavour_prefix + value;
+}
+
+namespace {
+
+bool is_digits(const std::string& v) {
+  return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Strips `option`'s part from the end of `name`, setting `value`; false when there is none.
+bool strip_flavour(const ShapeOption& option, std::string* name, std::string* value) {
+  const size_t dash = name->rfind('-');
+  if (dash == std::string::npos || dash == 0) return false;
+  const std::string part = name->substr(dash + 1);
+  if (part.compare(0, option.flavour_prefix.size(), option.flavour_prefix) != 0) return false;
+  const std::string v = part.substr(option.flavour_prefix.size());
+  const bool known = option.choices.empty()
+                         ? is_digits(v)
+                         : std::find(option.choices.begin() + 1, option.choices.end(), v) != option.choices.end();
+  if (!known) return false;
+  *value = v;
+  name->resize(dash);
+  return true;
+}
+
+}  // namespace
+
+std::string split_flavours(const OpBench& op, const std::string& suite, std::map<std::string, std::string>* values) {
+  std::string base = suite;
+  const std::vector<const ShapeOption*> options = flavour_options(op);
+  for (auto it = options.rbegin(); it != options.rend(); ++it) {
+    std::string value;
+    if (strip_flavour(**it, &base, &value) && values != nullptr) (*values)[(*it)->name] = value;
+  }
+  return base;
+}
+
+std::string suite_summary(const OpBench& op) {
+  std::vector<std::string> plain;
+  std::map<std::string, std::vector<std::string>> parts;  // option -> the parts seen, in order
+  for (const std::string& s : op.suite_names()) {
+    std::map<std::string, std::string> values;
+    const std::string base = split_flavours(op, s, &values);
+    if (std::find(plain.begin(), plain.end(), base) == plain.end()) plain.push_back(base);
+    for (const ShapeOption* o : flavour_options(op)) {
+      const auto v = values.find(o->name);
+      if (v == values.end()) continue;
+      std::vector<std::string>& seen = parts[o->name];
+      const std::string part = flavour_suffix(*o, v->second);
+      if (std::find(seen.begin(), seen.end(), part) == seen.end()) seen.push_back(part);
+    }
+  }
+  std::string out;
+  for (const std::string& p : plain) out += " " + p;
+  std::string flavours;
+  for (const ShapeOption* o : flavour_options(op)) {
+    const auto seen = parts.find(o->name);
+    if (seen == parts.end()) continue;
+    std::string alternatives;
+    for (const std::string& part : seen->second) alternatives += (alternatives.empty() ? "" : "|") + part;
+    flavours += (flavours.empty() ? "" : ", then ") + alternatives + " (--" + o->name + ")";
+  }
+  if (!flavours.empty()) out += ", each also " + flavours;
+  return out;
 }
 
 }  // namespace mlakit

@@ -224,8 +224,8 @@ TEST(Cli, ProfNamesItsOptionOnce) {
 
 TEST(Cli, SuitesAndTracesAreCheckedFirst) {
   expect_usage_error("tune --suite nope",
-                     "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge dsa-contest-fp8 "
-                     "dsa-serving-fp8 dsa-edge-fp8 mla-serving mla-edge)");
+                     "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge, each also "
+                     "-h32|-h64|-h128 (--heads), then -fp8 (--kv); mla-serving mla-edge)");
   const Result r = cli("tune --suite nope --dry-run");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_EQ(r.output.find("tune dsa_decode"), std::string::npos) << r.output;  // no header before the error
@@ -352,8 +352,12 @@ TEST(Cli, ListShowsEveryKernelWithItsArch) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("dsa_decode.v1_splitk.bf16"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("sm_90a"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("the default for bf16 with 16 heads"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("dsa_decode  dsa-contest dsa-serving dsa-edge dsa-contest-fp8 dsa-serving-fp8 dsa-edge-fp8"),
+  EXPECT_NE(r.output.find("the default for bf16 with 16, 32, 64, 128 heads"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("dsa_decode.v1_splitk.bf16    dsa_decode  v1_splitk    bf16   16              sm_90a"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("dsa_decode  dsa-contest dsa-serving dsa-edge, each also -h32|-h64|-h128 (--heads), "
+                          "then -fp8 (--kv)"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("mla_decode  mla-serving mla-edge"), std::string::npos) << r.output;
@@ -387,7 +391,7 @@ TEST(Cli, KvNamesItselfInEveryMistake) {
   expect_usage_error("tune --kv fp16", "--kv: expected one of bf16, fp8, got 'fp16'");
   expect_usage_error("bench --kv --suite dsa-edge", "--kv: needs a value, got the option '--suite'");
   expect_usage_error("run mla_decode --b 1 --t 1 --kv fp8", "--kv is not a shape option of mla_decode");
-  expect_usage_error("verify mla_decode --kv fp8", "--kv: not an option of mla_decode (ops with --kv: dsa_decode)");
+  expect_usage_error("verify mla_decode --kv fp8", "--kv: not an option of mla_decode suites (ops whose suites take --kv: dsa_decode)");
   expect_usage_error("bench --suite mla-edge --kv bf16", "--kv: not an option of mla_decode");
   expect_usage_error("tune mla_decode.v1_paged.bf16 --suite mla-serving --kv fp8 --dry-run",
                      "--kv: not an option of mla_decode");
@@ -398,9 +402,42 @@ TEST(Cli, KvNamesItselfInEveryMistake) {
                      "--kv fp8: a trace's workloads keep the format they are read in; give --suite");
   // A bf16 kernel and the FP8 cache: one error before any work, not one per workload.
   expect_usage_error("verify dsa_decode.v2_fused.bf16 --kv fp8",
-                     "dsa_decode.v2_fused.bf16 runs bf16 caches with 16 heads; no workload of suite "
+                     "dsa_decode.v2_fused.bf16 runs bf16 caches with 16, 32, 64, 128 heads; no workload of suite "
                      "dsa-contest-fp8 does (contest-00: ");
   expect_usage_error("run dsa_decode.v1_splitk.bf16 --t 1 --kv fp8", "runs bf16 caches with 16 heads");
+}
+
+// --heads: one shape's head count on run; on verify, bench and tune a suite's head-count flavour
+// (dsa-serving-h64), which composes with --kv (dsa-serving-h64-fp8). Mistakes name --heads.
+TEST(Cli, HeadsPicksTheHeadCountOfAShapeAndTheFlavourOfASuite) {
+  expect_usage_error("run --t 1 --heads 12", "--heads: expected one of 16, 32, 64, 128, got 12");
+  expect_usage_error("verify --heads 12 --suite dsa-edge",
+                     "--heads 12: no suite dsa-edge-h12 (dsa_decode suites: dsa-contest dsa-serving dsa-edge");
+  expect_usage_error("bench --heads two", "--heads: expected a whole number, got 'two'");
+  expect_usage_error("verify --heads 32 --suite dsa-edge-h64",
+                     "--heads 32: suite dsa-edge-h64 is the h64 flavour of dsa-edge; give --suite dsa-edge-h32, "
+                     "or --heads 64");
+  expect_usage_error("verify --heads 16 --kv fp8 --suite dsa-edge-h64-fp8",
+                     "give --suite dsa-edge-fp8, or --heads 64");
+  expect_usage_error("bench --suite mla-edge --heads 32",
+                     "--heads: not an option of mla_decode suites (ops whose suites take --heads: dsa_decode)");
+  expect_usage_error("bench --heads 64 --trace somewhere", "--heads 64: a trace's workloads keep the format");
+  const std::string edge_t1 = "(T=1 H=64 ckv=512 kpe=64 pages=1024 ps=64 topk=2048";
+  for (const char* args : {"verify --heads 64 --suite dsa-edge", "verify --suite dsa-edge-h64",
+                           "verify --suite dsa-edge-h64 --heads 64", "bench --heads=64 --kv fp8 --suite dsa-edge",
+                           "verify --kv fp8 --suite dsa-edge-h64", "verify --heads 64 --suite dsa-edge-fp8"}) {
+    const Result r = cli(args, "MLAKIT_HOST_MEMORY_LIMIT=1M");
+    EXPECT_NE(r.output.find(edge_t1), std::string::npos) << args << "\n" << r.output;
+    EXPECT_EQ(std::string(args).find("fp8") != std::string::npos, r.output.find(" kv=fp8") != std::string::npos)
+        << args << "\n" << r.output;
+  }
+  // One shape at 128 heads: verified where a GPU is, else the reference.
+  const Result r = cli("run --t 2 --topk 256 --num-pages 64 --heads 128 --check --no-time");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("shape T=2 H=128 ckv=512 kpe=64 pages=64 ps=64 topk=256"), std::string::npos) << r.output;
+  const Result t = cli("tune --heads 32 --dry-run --quiet");
+  EXPECT_NE(t.output.find("dsa-contest-h32"), std::string::npos) << t.output;
+  EXPECT_EQ(t.code, 0) << t.output;
 }
 
 TEST(Cli, KvPicksTheFormatOfAShapeAndTheFlavourOfASuite) {

@@ -200,8 +200,21 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   long_rows.topk = 4096;
   EXPECT_NE(why(long_rows, "s1n64x4m1p2").find("rows of at most 2560 indices"), std::string::npos);
   DsaProblem heads = contest(1);
+  heads.num_heads = 8;
+  EXPECT_NE(why(heads, "s1n64x4m1p2").find("runs 16, 32, 64 or 128 heads; got num_heads=8"), std::string::npos);
+  // 32..128 heads: one CTA per 16 heads and split, all of them co-resident when rows split.
+  heads.num_heads = 128;
+  EXPECT_EQ(why(heads, "s16n64x4m1p2"), "ok");
+  EXPECT_NE(why(heads, "s32n64x4m1p2").find("all 256 (32 x T=1 x 8 head groups) must be resident at once"),
+            std::string::npos);
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p2");
+  heads.num_tokens = 16;
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s1n64x4m1p2");
   heads.num_heads = 32;
-  EXPECT_NE(why(heads, "s1n64x4m1p2").find("runs 16 heads"), std::string::npos);
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s4n64x4m1p2");
+  // The partials of every block of 16 heads.
+  EXPECT_EQ(v2.workspace_bytes(heads, v2.default_tiling(heads, h200)),
+            4096 + 16 * 2 * 4 * 16 * 2 * 4 + size_t(16) * 2 * 4 * 16 * 512 * 4);
   // The default: about one CTA per SM, the default ring, mma.sync.
   EXPECT_EQ(v2.default_tiling(contest(1), h200).name(), "s64n64x4m1p2");
   EXPECT_EQ(v2.default_tiling(contest(16), h200).name(), "s8n64x4m1p2");
@@ -231,7 +244,13 @@ TEST(DsaWorkspace, NoKernelPutsPartialsOnTheCounters) {
   DeviceFacts huge = h200;
   huge.num_sms = 4096;  // co-residency would allow it: the counter region does not
   const Status s = v2.validate(big, t, huge);
-  EXPECT_NE(s.message().find("counter region, which holds 512 tokens"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("counter region, which holds 512 blocks of 16 heads; got T=600 x 1"),
+            std::string::npos) << s.message();
+  DsaProblem wide = contest(100);  // 100 tokens x 8 head groups: 800 counted blocks
+  wide.num_heads = 128;
+  EXPECT_NE(v2.validate(wide, t, huge).message().find("got T=100 x 8"), std::string::npos);
+  wide.num_tokens = 64;
+  EXPECT_TRUE(v2.validate(wide, t, huge).is_ok());
 }
 
 TEST(V1SplitK, RejectsTheSingleLaunchFields) {
@@ -349,14 +368,20 @@ TEST(Plan, ProblemFirstThenKernelThenArch) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("num_tokens"), std::string::npos) << s.message();
   DsaProblem heads = contest(1);
-  heads.num_heads = 64;
+  heads.num_heads = 8;  // a valid problem (TP 16) that no kernel runs: the error names what they run
   const DeviceFacts h200 = device("H200");
   DsaPlanOptions o;
   o.device_facts = &h200;
-  s = dsa_plan(heads, o, &plan);  // the registry has no default for 64 heads yet
+  s = dsa_plan(heads, o, &plan);
   EXPECT_EQ(s.code(), Code::kUnsupported);
-  EXPECT_NE(s.message().find("no dsa_decode kernel is registered for bf16 with 64 heads"), std::string::npos)
+  EXPECT_NE(s.message().find("no dsa_decode kernel is registered for bf16 with 8 heads"), std::string::npos)
       << s.message();
+  EXPECT_NE(s.message().find("dsa_decode.v2_fused.bf16 (bf16, 16, 32, 64, 128 heads)"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("dsa_decode.v1_splitk.bf16 (bf16, 16 heads)"), std::string::npos) << s.message();
+  heads.num_heads = 64;
+  ASSERT_TRUE(dsa_plan(heads, o, &plan).is_ok());
+  EXPECT_EQ(plan.kernel_key(), "dsa_decode.v2_fused.bf16");
   const DeviceFacts rtx = device("RTX 5090");
   o.device_facts = &rtx;
   s = dsa_plan(contest(1), o, &plan);
@@ -366,9 +391,13 @@ TEST(Plan, ProblemFirstThenKernelThenArch) {
 
 TEST(Registry, TheDefaultIsTheHighestRankThatRunsTheShape) {
   EXPECT_EQ(default_kernel("dsa_decode", "bf16", 16), find_kernel("dsa_decode.v2_fused.bf16"));
-  EXPECT_EQ(default_kernel("dsa_decode", "bf16", 64), nullptr);
+  for (int heads : {32, 64, 128}) {
+    EXPECT_EQ(default_kernel("dsa_decode", "bf16", heads), find_kernel("dsa_decode.v2_fused.bf16")) << heads;
+    EXPECT_EQ(default_kernel("dsa_decode", "fp8", heads), find_kernel("dsa_decode.v2_fp8.fp8")) << heads;
+  }
+  EXPECT_EQ(default_kernel("dsa_decode", "bf16", 8), nullptr);
   EXPECT_EQ(default_kernel("dsa_decode", "fp8", 16), find_kernel("dsa_decode.v2_fp8.fp8"));
-  EXPECT_EQ(default_kernel("dsa_decode", "fp8", 64), nullptr);
+  EXPECT_EQ(default_kernel("dsa_decode", "fp8", 8), nullptr);
   for (int heads : {16, 32, 64, 128})
     EXPECT_EQ(default_kernel("mla_decode", "bf16", heads), find_kernel("mla_decode.v1_paged.bf16")) << heads;
   EXPECT_EQ(default_kernel("mla_decode", "bf16", 8), nullptr);
@@ -384,7 +413,8 @@ TEST(Registry, AFloorIsNeverTheDefaultButIsFoundAsTheFloor) {
   ASSERT_NE(floor, nullptr);
   EXPECT_EQ(floor->info().key, "dsa_decode.floor_gather.bf16");
   EXPECT_TRUE(floor->info().floor);
-  EXPECT_EQ(floor_kernel("dsa_decode", "bf16", 64), nullptr);
+  EXPECT_EQ(floor_kernel("dsa_decode", "bf16", 64), floor);  // the rows are the same for any head count
+  EXPECT_EQ(floor_kernel("dsa_decode", "bf16", 8), nullptr);
   // Even the highest rank cannot make a floor the default.
   KernelInfo info = floor->info();
   info.rank = 100;

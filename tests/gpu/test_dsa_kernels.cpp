@@ -1,9 +1,13 @@
 // Every registered kernel against the fp64 reference on every suite of its op that holds workloads
 // it runs (a bf16 kernel on the bf16 suites, an fp8 kernel on the -fp8 flavours; its head counts),
 // three fresh seeds, outputs poisoned before each run, every output (output and lse) checked, two
-// runs bitwise equal. Through the workbench's op interface, as the CLI runs them.
+// runs bitwise equal. Through the workbench's op interface, as the CLI runs them. The head-count
+// flavours (dsa-edge-h64, ...): the edge suites on three seeds, the contest suites on one, the
+// serving suites not here (their host work would double the test time; `mlakit bench --heads H`
+// verifies them before timing).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -31,6 +35,7 @@ uint64_t fresh_seed() { return std::random_device{}() | (uint64_t(std::random_de
 struct Case {
   std::string kernel;
   std::string suite;
+  int rounds = 3;  // fresh seeds
 };
 // A readable parameter in test names (ctest lists "GetParam() = <this>").
 void PrintTo(const Case& c, std::ostream* os) { *os << c.suite; }
@@ -82,7 +87,7 @@ TEST_P(DsaSuiteTest, MatchesReferenceOnThreeSeeds) {
   ASSERT_NE(kernel, nullptr);
   REQUIRE_GPU_FOR(*kernel);
   int checked = 0, ran = 0;
-  verify_suite(*kernel, GetParam().suite, nullptr, &checked, 3, &ran);
+  verify_suite(*kernel, GetParam().suite, nullptr, &checked, GetParam().rounds, &ran);
   EXPECT_GT(ran, 0) << GetParam().suite << " has no workload " << kernel->info().key << " runs";
 }
 
@@ -95,12 +100,23 @@ bool runs_some_workload(const KernelEntry& kernel, const OpBench& op, const std:
   return false;
 }
 
+// Whether a suite is a head-count flavour of another (dsa-serving-h64): its rows are the plain suite's.
+bool heads_flavour(const OpBench& op, const std::string& suite_name) {
+  std::map<std::string, std::string> values;
+  split_flavours(op, suite_name, &values);
+  return values.count("heads") > 0;
+}
+
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const KernelEntry* k : kernels())
     if (const OpBench* op = find_op_bench(k->info().op); op && !k->info().floor)  // a floor computes nothing
-      for (const std::string& s : op->suite_names())
-        if (runs_some_workload(*k, *op, s)) cases.push_back({k->info().key, s});
+      for (const std::string& s : op->suite_names()) {
+        if (!runs_some_workload(*k, *op, s)) continue;
+        if (!heads_flavour(*op, s)) cases.push_back({k->info().key, s});
+        else if (s.find("-edge") != std::string::npos) cases.push_back({k->info().key, s, 3});
+        else if (s.find("-contest") != std::string::npos) cases.push_back({k->info().key, s, 1});
+      }
   return cases;
 }
 
@@ -144,6 +160,27 @@ TEST(DsaV2Tilings, EveryInstanceMatchesReference) {
       }
 }
 
+// More heads run as one CTA per 16 heads and split: split rows merge per block of 16 heads, one CTA
+// per row writes directly, and both MMA paths take their Q block from the head group's offset.
+TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
+  for (const char* key : {"dsa_decode.v2_fused.bf16", "dsa_decode.v2_fp8.fp8"}) {
+    const KernelEntry* kernel = find_kernel(key);
+    ASSERT_NE(kernel, nullptr);
+    REQUIRE_GPU_FOR(*kernel);
+    const bool fp8 = kernel->info().dtype == "fp8";
+    for (int heads : {32, 64, 128})
+      for (const char* tiling : {"s1n64x4m1p2", "s4n32x4m1p2", "s2n64x4m1p2w1"}) {
+        if (fp8 && std::string(tiling).find("w1") != std::string::npos) continue;  // mma.sync only
+        const std::string name = fp8 ? std::string(tiling).substr(0, 7) + "m1p2g1" : tiling;
+        const std::string suite = "dsa-edge-h" + std::to_string(heads) + (fp8 ? "-fp8" : "");
+        SCOPED_TRACE(suite + " " + name);
+        int checked = 0;
+        verify_suite(*kernel, suite, &name, &checked, 1);
+        EXPECT_GT(checked, 0) << "no " << suite << " workload accepts tiling " << name;
+      }
+  }
+}
+
 // A floor computes nothing to verify: every workload it runs (its cache dtype) of every suite of
 // its op launches and finishes, with the planned tiling and with each of `forced` where the
 // workload accepts it.
@@ -162,6 +199,7 @@ void time_every_workload(const char* op_name, const char* dtype, const std::vect
   tilings.insert(tilings.end(), forced_tilings.begin(), forced_tilings.end());
   for (const std::string& name : op->suite_names())
     for (const char* forced : tilings) {
+      if (heads_flavour(*op, name)) continue;  // the plain suite's rows again
       std::unique_ptr<BenchSuite> suite;
       ASSERT_TRUE(op->make_suite(name, fresh_seed(), &suite).is_ok());
       const std::unique_ptr<BenchSession> session = suite->open_session(1);

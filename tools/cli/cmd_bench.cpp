@@ -492,14 +492,17 @@ int suite_command(Args& args, Kind kind, const char* usage) {
 }
 
 const char* kBenchUsage =
-    "usage: mlakit bench [OP|KERNEL] [--suite NAME [--kv bf16|fp8] | --trace DIR [--definition NAME]]\n"
-    "                    [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N] [--warmup N] [--iters N]\n"
-    "                    [--no-verify] [--no-floor] [--explain] [--out DIR] [--prof MODE] [--quiet]\n\n"
+    "usage: mlakit bench [OP|KERNEL] [--suite NAME [--heads H] [--kv bf16|fp8] | --trace DIR\n"
+    "                    [--definition NAME]] [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N]\n"
+    "                    [--warmup N] [--iters N] [--no-verify] [--no-floor] [--explain] [--out DIR]\n"
+    "                    [--prof MODE] [--quiet]\n\n"
     "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge, mla-serving,\n"
     "mla-edge; a suite names its op) or of a FlashInfer-Trace dataset directory. --kv fp8 reads a\n"
     "dsa_decode suite's FP8-cache flavour (dsa-contest-fp8: the same workloads, the cache quantized\n"
-    "to DeepSeek-V3.2's 656-byte rows); --kv bf16, the default, the suite itself. Span = median GPU\n"
-    "time of one call over --iters calls (cold L2 before each), host = host time of one call. Every\n"
+    "to DeepSeek-V3.2's 656-byte rows); --kv bf16, the default, the suite itself. --heads 32|64|128\n"
+    "reads its flavour with that many query heads (dsa-serving-h128; both: dsa-serving-h128-fp8);\n"
+    "--heads 16, the default, the suite itself. Span = median GPU time of one call over --iters\n"
+    "calls (cold L2 before each), host = host time of one call. Every\n"
     "workload is planned first; a --tiling that no workload accepts exits 2 with the reason. Each\n"
     "workload is also timed with the op's gather floor (the same rows moved into shared memory, no\n"
     "math): floor_us and x_floor = span / floor in the table, from the same run (--no-floor skips\n"
@@ -515,14 +518,15 @@ const char* kBenchUsage =
     "MLAKIT_HOST_MEMORY_LIMIT=16G lower) exits 2 before anything runs; runs whose host work is\n"
     "estimated past 10 s say so on stderr.";
 const char* kVerifyUsage =
-    "usage: mlakit verify [OP|KERNEL] [--suite NAME [--kv bf16|fp8] | --trace DIR [--definition NAME]]\n"
-    "                     [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N] [--explain] [--prof MODE]\n"
-    "                     [--quiet]\n\n"
+    "usage: mlakit verify [OP|KERNEL] [--suite NAME [--heads H] [--kv bf16|fp8] | --trace DIR\n"
+    "                     [--definition NAME]] [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N]\n"
+    "                     [--explain] [--prof MODE] [--quiet]\n\n"
     "Checks a kernel against the fp64 CPU reference with the contest rule (an element fails only\n"
     "if abs err > 1e-2 and rel err > 1e-2), every output (output and lse), outputs poisoned before\n"
     "each run, two runs bitwise equal; with the FP8 cache (--kv fp8: the suite's -fp8 flavour) the\n"
-    "reference reads the dequantized cache. --seeds N repeats with N fresh seeds. --prof, --quiet\n"
-    "and the host-memory limit as for bench.";
+    "reference reads the dequantized cache; --heads H the suite's flavour with H query heads, as for\n"
+    "bench. --seeds N repeats with N fresh seeds. --prof, --quiet and the host-memory limit as for\n"
+    "bench.";
 
 int run_bench(Args& args) { return suite_command(args, Kind::kBench, kBenchUsage); }
 int run_verify(Args& args) { return suite_command(args, Kind::kVerify, kVerifyUsage); }
@@ -532,9 +536,10 @@ const char* kRunUsage =
     "                  [--check] [--no-time] [--no-floor] [--explain] [--warmup N] [--iters N]\n"
     "                  [--out DIR] [--prof MODE] [--quiet]\n\n"
     "Runs one synthetic shape of an op (default dsa_decode). dsa_decode's shape options:\n"
-    "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V] [--kv bf16|fp8]: T tokens, each\n"
-    "row V valid top-k picks (default: topk) clustered by page, the rest -1, over a bf16 cache or\n"
-    "DeepSeek-V3.2's FP8 one (656-byte rows). mla_decode's: --b B --t N [--s S]\n"
+    "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V] [--heads H] [--kv bf16|fp8]: T\n"
+    "tokens of H query heads (16, 32, 64 or 128; default 16), each row V valid top-k picks (default:\n"
+    "topk) clustered by page, the rest -1, over a bf16 cache or DeepSeek-V3.2's FP8 one (656-byte\n"
+    "rows). mla_decode's: --b B --t N [--s S]\n"
     "[--heads H] [--page-size P] [--causal] [--mixed] [--separate]: B requests of N cached rows each\n"
     "(--mixed: lengths in [N/64, N]), S query tokens, on random pages of a combined 576-wide cache\n"
     "(--separate: four tensors). --check runs the op's input check (mla_check_inputs), then verifies\n"

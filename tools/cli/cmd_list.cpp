@@ -26,11 +26,11 @@ int run_list(Args& args) {
   if (!args.parse()) return args.finish(kListUsage);
   DeviceFacts facts;
   const bool have_device = device_count() > 0 && query_device(0, &facts).is_ok();
-  std::printf("%-28s %-11s %-10s %-6s %-7s %-8s %s\n", "kernel", "op", "variant", "dtype", "heads", "arch",
+  std::printf("%-28s %-11s %-12s %-6s %-15s %-8s %s\n", "kernel", "op", "variant", "dtype", "heads", "arch",
               "status here");
   for (const KernelEntry* k : kernels()) {
     const KernelInfo& i = k->info();
-    std::printf("%-28s %-11s %-10s %-6s %-7s %-8s %s\n", i.key.c_str(), i.op.c_str(), i.variant.c_str(),
+    std::printf("%-28s %-11s %-12s %-6s %-15s %-8s %s\n", i.key.c_str(), i.op.c_str(), i.variant.c_str(),
                 i.dtype.c_str(), i.heads_string().c_str(), i.arch.describe().c_str(),
                 status_here(*k, have_device, facts).c_str());
     std::string defaults;
@@ -45,9 +45,7 @@ int run_list(Args& args) {
   }
   std::printf("\nops and their suites:\n");
   for (const OpBench* op : op_benches()) {
-    std::string suites;
-    for (const std::string& s : op->suite_names()) suites += " " + s;
-    std::printf("  %-11s%s\n", op->name().c_str(), suites.c_str());
+    std::printf("  %-11s%s\n", op->name().c_str(), suite_summary(*op).c_str());
   }
   return kExitOk;
 }

@@ -18,8 +18,9 @@ namespace mlakit::cli {
 namespace {
 
 const char* kTuneUsage =
-    "usage: mlakit tune [KERNEL] [--suite NAME] [--kv bf16|fp8] [--seed S] [--cache PATH] [--iters N]\n"
-    "                   [--warmup N] [--no-verify] [--verbose] [--quiet] [--dry-run [--device NAME]]\n\n"
+    "usage: mlakit tune [KERNEL] [--suite NAME] [--heads H] [--kv bf16|fp8] [--seed S] [--cache PATH]\n"
+    "                   [--iters N] [--warmup N] [--no-verify] [--verbose] [--quiet]\n"
+    "                   [--dry-run [--device NAME]]\n\n"
     "For each shape bucket of the suite (T rounded up to a power of two, heads, widths, page size,\n"
     "topk), verifies and times every valid tiling of KERNEL's search space on the bucket's\n"
     "workloads (cold L2, median span) and stores the one with the lowest mean span in the tune\n"
@@ -28,6 +29,8 @@ const char* kTuneUsage =
     "  KERNEL        registry key (default: the registry default of the suite's op; or --kernel KEY)\n"
     "  --suite NAME  dsa-contest (default), dsa-serving, dsa-edge, mla-serving, mla-edge; the suite\n"
     "                names the op\n"
+    "  --heads H     the suite's flavour with H = 32, 64 or 128 query heads (dsa_decode:\n"
+    "                dsa-contest-h64, ...); 16: the suite\n"
     "  --kv fp8      the suite's FP8-cache flavour (dsa_decode: dsa-contest-fp8, ...); bf16: the suite\n"
     "  --cache PATH  tune cache file (default $MLAKIT_CACHE_DIR, $XDG_CACHE_HOME/mlakit or\n"
     "                ~/.cache/mlakit, + /tune.json)\n"

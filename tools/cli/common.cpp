@@ -1,6 +1,9 @@
 #include "common.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "runtime/registry.h"
 
@@ -47,8 +50,11 @@ bool select_op(Args& args, const std::string& positional, const std::string& ker
 
 void declare_suite_choices(Args& args, std::map<std::string, std::string>* values) {
   for (const OpBench* op : op_benches())
-    for (const ShapeOption& s : op->shape_options())
-      if (s.flavours_suites && !values->count(s.name)) args.choice("--" + s.name, &(*values)[s.name], s.choices);
+    for (const ShapeOption& s : op->shape_options()) {
+      if (!s.flavours_suites || values->count(s.name)) continue;
+      if (s.choices.empty()) args.text("--" + s.name, &(*values)[s.name]);  // an integer axis: checked when picked
+      else args.choice("--" + s.name, &(*values)[s.name], s.choices);
+    }
 }
 
 namespace {
@@ -74,45 +80,20 @@ bool has_suite(const OpBench& op, const std::string& suite) {
   return false;
 }
 
-// One option's flavour of `*suite`; see pick_suite_flavour.
-bool pick_one_flavour(Args& args, const OpBench& op, const ShapeOption& option, const std::string& value,
-                      std::string* suite) {
-  const std::string what = "--" + option.name + " " + value;
-  std::string base = *suite, flavour = option.choices.front();  // the suite's own, before this option
-  for (size_t i = 1; i < option.choices.size(); ++i) {
-    const std::string suffix = "-" + option.choices[i];
-    if (base.size() > suffix.size() && base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      base.resize(base.size() - suffix.size());
-      flavour = option.choices[i];
-    }
-  }
-  if (flavour != option.choices.front() && flavour != value) {
-    args.error(what + ": suite " + *suite + " is the " + flavour + " flavour of " + base + "; give --suite " +
-               (value == option.choices.front() ? base : base + "-" + value) + ", or --" + option.name + " " +
-               flavour);
-    return false;
-  }
-  const std::string picked = value == option.choices.front() ? base : base + "-" + value;
-  if (!has_suite(op, picked)) {
-    std::string known;
-    for (const std::string& s : op.suite_names()) known += " " + s;
-    args.error(what + ": suite " + base + " has no " + value + " flavour (no suite " + picked + "; " + op.name() +
-               " suites:" + known + ")");
-    return false;
-  }
-  *suite = picked;
-  return true;
+bool is_count(const std::string& v) {
+  return !v.empty() && v.size() < 10 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace
 
 bool pick_suite_flavour(Args& args, const OpBench& op, const std::map<std::string, std::string>& values,
                         bool trace, std::string* suite) {
+  std::vector<std::pair<const ShapeOption*, std::string>> given;
   for (const auto& [name, value] : values) {
     if (!args.given("--" + name)) continue;
     const ShapeOption* option = suite_choice(op, name);
     if (option == nullptr) {
-      args.error("--" + name + ": not an option of " + op.name() + " (ops with --" + name + ":" +
+      args.error("--" + name + ": not an option of " + op.name() + " suites (ops whose suites take --" + name + ":" +
                  ops_with_choice(name) + ")");
       return false;
     }
@@ -120,9 +101,42 @@ bool pick_suite_flavour(Args& args, const OpBench& op, const std::map<std::strin
       args.error("--" + name + " " + value + ": a trace's workloads keep the format they are read in; give --suite");
       return false;
     }
-    if (suite->empty() && !op.suite_names().empty()) *suite = op.suite_names().front();
-    if (!pick_one_flavour(args, op, *option, value, suite)) return false;
+    if (option->choices.empty() && !is_count(value)) {
+      args.error("--" + name + ": expected a whole number, got '" + value + "'");
+      return false;
+    }
+    given.emplace_back(option, value);
   }
+  if (given.empty()) return true;
+  if (suite->empty() && !op.suite_names().empty()) *suite = op.suite_names().front();
+  // The suite's name is <plain suite><the part of each flavour option, in the op's order>.
+  const std::vector<const ShapeOption*> options = flavour_options(op);
+  std::map<std::string, std::string> picked;
+  const std::string base = split_flavours(op, *suite, &picked);
+  for (const auto& [option, value] : given) {
+    const auto named = picked.find(option->name);
+    if (named != picked.end() && named->second != value) {
+      std::string instead = base;  // the suite with this option's value in place of the name's
+      for (const ShapeOption* o : options)
+        instead += o == option ? flavour_suffix(*o, value)
+                               : picked.count(o->name) ? flavour_suffix(*o, picked.at(o->name)) : std::string();
+      args.error("--" + option->name + " " + value + ": suite " + *suite + " is the " +
+                 option->flavour_prefix + named->second +
+                 " flavour of " + base + "; give --suite " + instead + ", or --" + option->name + " " + named->second);
+      return false;
+    }
+    picked[option->name] = value;
+  }
+  std::string name = base;
+  for (const ShapeOption* o : options)
+    if (picked.count(o->name)) name += flavour_suffix(*o, picked.at(o->name));
+  if (!has_suite(op, name)) {
+    std::string what;
+    for (const auto& [option, value] : given) what += (what.empty() ? "--" : " --") + option->name + " " + value;
+    args.error(what + ": no suite " + name + " (" + op.name() + " suites:" + suite_summary(op) + ")");
+    return false;
+  }
+  *suite = name;
   return true;
 }
 

@@ -167,6 +167,8 @@ const std::vector<ShapeOption>& DsaBench::shape_options() {
       {"topk", 1, 1 << 20, false, "columns of sparse_indices, default 2048"},
       {"num-pages", 1, 1 << 24, false, "pages of the cache, default enough for distinct pages per row"},
       {"valid", 0, 1 << 20, false, "valid leading entries per row, default topk"},
+      // On verify, bench and tune it picks a suite's head-count flavour: dsa-serving-h64.
+      {"heads", 1, 128, false, "query heads: 16 (default), 32, 64 or 128", false, {}, true, "h", 16},
       // Choice i is DsaKv(i); on verify, bench and tune it picks a suite's FP8 flavour.
       {"kv", 0, 1, false, "the cache format: bf16 (default) or fp8", false, {"bf16", "fp8"}, true},
   };
@@ -189,6 +191,7 @@ DsaProblem shape_problem(const ShapeArgs& args) {
   const long long pages_needed = (long long)p.num_tokens * ((p.topk + p.page_size - 1) / p.page_size + 1);
   p.num_pages = int(get("num-pages", std::min<long long>(pages_needed, 1 << 20)));
   p.kv = DsaKv(get("kv", 0));
+  p.num_heads = int(get("heads", 16));
   return p;
 }
 
@@ -245,6 +248,9 @@ Status DsaBench::shape_footprint(const ShapeArgs& args, HostFootprint* out) {
 
 // T tokens, each row `valid` top-k picks clustered by page, the rest -1.
 Status DsaBench::make_shape(const ShapeArgs& args, uint64_t seed, DsaWorkload* out) {
+  if (const auto heads = args.find("heads"); heads != args.end() && heads->second != 16 && heads->second != 32 &&
+                                             heads->second != 64 && heads->second != 128)
+    return Status::invalid_argument("--heads: expected one of 16, 32, 64, 128, got " + std::to_string(heads->second));
   const auto it = args.find("valid");
   return make_dsa_workload(shape_problem(args), it == args.end() ? -1 : int(it->second), seed, out);
 }

@@ -39,9 +39,13 @@ struct DsaSuite {
   std::vector<DsaWorkload> workloads;
 };
 
-// "dsa-contest", "dsa-serving", "dsa-edge", then their FP8 flavours (each name + kDsaFp8Suffix).
+// "dsa-contest", "dsa-serving", "dsa-edge" (16 heads), the same with 32, 64 and 128 heads
+// ("dsa-serving-h128": every workload with num_heads = 128), then all of these with the FP8 cache
+// (each name + kDsaFp8Suffix: "dsa-serving-h128-fp8").
 std::vector<std::string> dsa_suite_names();
 constexpr const char* kDsaFp8Suffix = "-fp8";
+// The part of a suite name that gives its head count: "" for 16, else "-h<heads>".
+std::string dsa_heads_suffix(int heads);
 // Same (name, seed): the same indices; another seed: other indices of the same structure.
 // Unknown name: not_found listing the known ones.
 Status make_dsa_suite(const std::string& name, uint64_t seed, DsaSuite* out);

@@ -18,17 +18,38 @@ namespace mlakit::dsa_ring {
 // "tiling s8n64x4m1p2: <why>"
 Status reject(const DsaTiling& t, const std::string& why);
 
-// 16 heads, ckv 512 + kpe 64, and rows of at most `max_topk` indices (one CTA reads the whole row).
-Status check_problem(const std::string& variant, const DsaProblem& p, int max_topk);
+// A CTA of the ring kernels computes 16 heads (the M of one m16n8k16 MMA); 32, 64 and 128 heads
+// run as 2, 4 or 8 CTAs per (row, split) that gather the same rows (docs/kernels/dsa_decode_v2_fused.md,
+// "More heads").
+constexpr int kCtaHeads = 16;
+constexpr int kHeadCounts[] = {16, 32, 64, 128};
+inline std::vector<int> head_counts() { return {std::begin(kHeadCounts), std::end(kHeadCounts)}; }
+// CTAs per (row, split): one per 16 heads.
+inline int head_groups(const DsaProblem& p) { return p.num_heads / kCtaHeads; }
+
+// Blocks of 16 heads over the batch (T x head_groups): what the merging kernels keep partials and
+// counters for.
+inline int head_blocks(const DsaProblem& p) { return p.num_tokens * head_groups(p); }
+// ", 8 CTAs of 16 heads per split" for --explain when there is more than one.
+std::string heads_note(const DsaProblem& p);
+// A merging kernel (t.num_splits > 1) counts the CTAs of each head block in the workspace's counter
+// region; the error names the blocks it holds.
+Status check_counted_blocks(const DsaProblem& p, const DsaTiling& t);
+
+// A head count in `heads`, ckv 512 + kpe 64, and rows of at most `max_topk` indices (one CTA reads
+// the whole row). The head-count error names the supported counts.
+Status check_problem(const std::string& variant, const DsaProblem& p, int max_topk,
+                     const std::vector<int>& heads = head_counts());
 
 // num_splits (CTAs per row) in [1, max_splits]; block_n (least slots per split) a positive
 // multiple of the 32-row stage; with `co_resident`, the row's CTAs wait for each other, so the
-// whole grid must fit the device at `ctas_per_sm` CTAs per SM.
+// whole grid (num_splits x T x `groups` CTAs) must fit the device at `ctas_per_sm` CTAs per SM.
 Status check_split(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev, int max_splits,
-                   bool co_resident, int ctas_per_sm);
+                   bool co_resident, int ctas_per_sm, int groups = 1);
 
-// About one CTA per SM: the largest power of two S <= max_splits with S x T <= SMs (1 for T > SMs).
-int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits);
+// About one CTA per SM: the largest power of two S <= max_splits with S x T x `groups` <= SMs (1 when
+// T x groups >= SMs). `groups`: CTAs per (row, split), head_groups() for a decode kernel.
+int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits, int groups = 1);
 
 // "3, 4 or 5"
 std::string or_list(const std::vector<int>& values);

@@ -36,7 +36,7 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
 class FloorGather final : public DsaKernel {
  public:
   const KernelInfo& info() const override {
-    static const KernelInfo k{"dsa_decode.floor_gather.bf16", "dsa_decode", "floor_gather", "bf16", {16},
+    static const KernelInfo k{"dsa_decode.floor_gather.bf16", "dsa_decode", "floor_gather", "bf16", dsa_ring::head_counts(),
                               /*rank=*/0,
                               "gather floor: v2_fused's rows into shared memory, no math, no output",
                               ArchRequirement{9, 0, true}, /*floor=*/true};

@@ -78,12 +78,12 @@ class V2Fp8 final : public DsaKernel {
   explicit V2Fp8(Work work) : work_(work) {}
 
   const KernelInfo& info() const override {
-    static const KernelInfo decode{"dsa_decode.v2_fp8.fp8", "dsa_decode", "v2_fp8", "fp8", {kHeads},
+    static const KernelInfo decode{"dsa_decode.v2_fp8.fp8", "dsa_decode", "v2_fp8", "fp8", dsa_ring::head_counts(),
                                    /*rank=*/2,
                                    "v2_fused over the FP8 cache: one bulk copy per 656-byte row, consumers "
                                    "dequantize each tile to bf16, mma.sync, in-kernel merge",
                                    ArchRequirement{9, 0, true}};
-    static const KernelInfo floor{"dsa_decode.floor_fp8.fp8", "dsa_decode", "floor_fp8", "fp8", {kHeads},
+    static const KernelInfo floor{"dsa_decode.floor_fp8.fp8", "dsa_decode", "floor_fp8", "fp8", dsa_ring::head_counts(),
                                   /*rank=*/0,
                                   "gather floor of the FP8 cache: v2_fp8's rows into its ring, no math, no output",
                                   ArchRequirement{9, 0, true}, /*floor=*/true};
@@ -96,7 +96,7 @@ class V2Fp8 final : public DsaKernel {
   }
 
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits), kDefaultMinRows, kFp8DefaultPipe.stages, 1,
+    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, groups(p)), kDefaultMinRows, kFp8DefaultPipe.stages, 1,
                      kFp8DefaultPipe.producers, kBulkGather, int(dsa_v2::Mma::kSync)};
   }
 
@@ -104,24 +104,22 @@ class V2Fp8 final : public DsaKernel {
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem(info().variant, p, kMaxTopk));
     MLAKIT_RETURN_IF_ERROR(check_instance(t, work_, dev));
     const bool merges = work_ == Work::kDecode && t.num_splits > 1;
-    if (merges && p.num_tokens > dsa_workspace::kMaxCountedTokens)
-      return dsa_ring::reject(t, "split rows count their CTAs in the workspace's counter region, which holds " +
-                                     std::to_string(dsa_workspace::kMaxCountedTokens) + " tokens; got T=" +
-                                     std::to_string(p.num_tokens) + " (use num_splits = 1)");
-    return dsa_ring::check_split(p, t, dev, dsa_v2::kMaxSplits, /*co_resident=*/merges, kCtasPerSm);
+    if (merges) MLAKIT_RETURN_IF_ERROR(dsa_ring::check_counted_blocks(p, t));
+    return dsa_ring::check_split(p, t, dev, dsa_v2::kMaxSplits, /*co_resident=*/merges, kCtasPerSm, groups(p));
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
-    return work_ == Work::kDecode ? dsa_v2::workspace_layout(p.num_tokens, t.num_splits).bytes : 0;
+    return work_ == Work::kDecode ? dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes : 0;
   }
 
   std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s), %d consumer + %d producer warps, "
+                  "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s%s), %d consumer + %d producer warps, "
                   "%s shared memory (%d raw stages of %d x 656-byte rows + a 64-row bf16 tile), one bulk copy "
                   "per row, %s; workspace %s",
-                  info().key.c_str(), t.name().c_str(), t.num_splits, p.num_tokens,
+                  info().key.c_str(), t.name().c_str(), t.num_splits * groups(p), p.num_tokens,
+                  work_ == Work::kDecode ? dsa_ring::heads_note(p).c_str() : "",
                   t.num_splits > 1 && work_ == Work::kDecode ? ", cooperative: split rows merge in-kernel" : "",
                   kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
                   work_ == Work::kDecode ? "dequantize to bf16 + mma.sync m16n8k16" : "no math (floor)",
@@ -133,7 +131,8 @@ class V2Fp8 final : public DsaKernel {
                 cudaStream_t stream) const override {
     Params a{dsa_ring::ring_params<dsa_v2::Params>(p, t, x), p.page_size};
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
-    const dsa_v2::WorkspaceLayout w = dsa_v2::workspace_layout(p.num_tokens, t.num_splits);
+    a.head_groups = groups(p);
+    const dsa_v2::WorkspaceLayout w = dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
     auto* base = static_cast<char*>(workspace);
     if (work_ == Work::kDecode && w.bytes > 0) {
       a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
@@ -145,6 +144,9 @@ class V2Fp8 final : public DsaKernel {
   }
 
  private:
+  // CTAs per (row, split): one per 16 heads for the decode; the floor moves each row once.
+  int groups(const DsaProblem& p) const { return work_ == Work::kDecode ? dsa_ring::head_groups(p) : 1; }
+
   Work work_;
 };
 

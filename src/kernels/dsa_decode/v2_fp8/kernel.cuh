@@ -1,6 +1,7 @@
 // DSA sparse decode over the FP8 cache (v2_fp8): v2_fused's single launch with 656-byte rows.
 //
-//   grid = (max_splits, T) as v2_fused: CTA (s, t) compacts index row t and takes split s of it.
+//   grid = (max_splits x head_groups, T) as v2_fused: CTA (s x head_groups + g, t) compacts index
+//   row t, takes split s of it and computes heads [16 g, 16 g + 16) (the floor: one group).
 //   warps 4..: producers. Each stage of 32 slots is 32 bulk copies of one whole 656-byte row (lane
 //   r: row r) into the raw ring, completion counted on the stage's full barrier.
 //   warps 0-3: consumers. Per 64-slot tile they dequantize the tile's two raw stages into one bf16
@@ -146,7 +147,7 @@ __device__ void drain(Smem& s, int count) {
 }
 
 template <int Stages, class Smem>
-__device__ void consume_and_store(const Params& p, Smem& s, int t, int split, const RowSlice& rs) {
+__device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, const RowSlice& rs) {
   RowState st;
   float o[dsa_v2::kOTiles][4] = {};
   float l_total[2];
@@ -154,8 +155,8 @@ __device__ void consume_and_store(const Params& p, Smem& s, int t, int split, co
   dsa_v2::take_q(s, qa);
   for_each_tile<Stages>(s, rs.count, [&](const Tile& tile) { dsa_v2::decode_tile(s, qa, tile, p.scale_log2, st, o); });
   dsa_v2::reduce_row_sums(s, st, l_total);
-  if (rs.splits == 1) dsa_v2::store_output(p, t, st, l_total, o);
-  else dsa_v2::store_partial(p, t, split, st, l_total, o);
+  if (rs.splits == 1) dsa_v2::store_output(p, hb, st, l_total, o);
+  else dsa_v2::store_partial(p, hb, split, st, l_total, o);
 }
 
 template <Work W, class Smem>
@@ -173,10 +174,11 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
   extern __shared__ __align__(128) uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
   constexpr bool kDecode = W == Work::kDecode;
-  const int split = blockIdx.x, t = blockIdx.y, warp = threadIdx.x / 32;
+  const int split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
+  const int hb = t * p.head_groups + group, warp = threadIdx.x / 32;  // hb: the head block (v2_fused)
   const bool q_loader = kDecode && warp == kConsumerWarps;
   init_barriers<W>(s);  // ordered before first use by slice_row's barriers
-  if (q_loader) dsa_v2::load_q<dsa_v2::Mma::kSync>(p, s, t);
+  if (q_loader) dsa_v2::load_q<dsa_v2::Mma::kSync>(p, s, t, group);
 
   const RowSlice rs = slice_row<kThreadsFor<Producers>, dsa_v2::kIdxPerThread>(
       p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, split, p.max_splits, p.min_rows,
@@ -187,20 +189,20 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
     else cp_async_wait<0>();
   }
   if (!works) {
-    if (kDecode && split == 0) dsa_v2::store_empty(p, t);
+    if (kDecode && split == 0) dsa_v2::store_empty(p, hb);
     return;
   }
   if (warp >= kConsumerWarps) {
     produce<Stages, Producers>(p, s, rs.count, warp - kConsumerWarps);
   } else if constexpr (kDecode) {
-    consume_and_store<Stages>(p, s, t, split, rs);
+    consume_and_store<Stages>(p, s, hb, split, rs);
   } else {
     drain<Stages>(s, rs.count);
   }
   if (!kDecode || rs.splits == 1) return;
-  uint32_t* counters = p.counters + 2 * t;
+  uint32_t* counters = p.counters + 2 * hb;
   dsa_v2::wait_for_row(&counters[0], rs.splits);
-  dsa_v2::merge_splits(p, t, split, rs.splits);
+  dsa_v2::merge_splits(p, hb, split, rs.splits);
   dsa_v2::leave_row(counters, rs.splits);
 }
 

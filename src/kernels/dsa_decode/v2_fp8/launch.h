@@ -13,7 +13,7 @@ struct Instance {
   Work work;
 };
 
-// One launch: grid (max_splits, T), cooperative when a row may be split. cudaErrorInvalidValue for
+// One launch: grid (max_splits x head_groups, T), cooperative when a row may be split. cudaErrorInvalidValue for
 // an instance that is not compiled.
 cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream);
 

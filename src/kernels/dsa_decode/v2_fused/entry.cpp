@@ -78,7 +78,7 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
 class V2Fused final : public DsaKernel {
  public:
   const KernelInfo& info() const override {
-    static const KernelInfo k{"dsa_decode.v2_fused.bf16", "dsa_decode", "v2_fused", "bf16", {kHeads},
+    static const KernelInfo k{"dsa_decode.v2_fused.bf16", "dsa_decode", "v2_fused", "bf16", dsa_ring::head_counts(),
                               /*rank=*/2,
                               "one launch: per-row split on the GPU, producer warps filling a bulk-copy "
                               "ring, mma.sync (or wgmma) consumers, in-kernel merge",
@@ -94,30 +94,28 @@ class V2Fused final : public DsaKernel {
   }
 
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    return DsaTiling{dsa_ring::default_splits(p, dev, kMaxSplits), kDefaultMinRows, kDefaultPipe.stages, 1,
+    return DsaTiling{dsa_ring::default_splits(p, dev, kMaxSplits, dsa_ring::head_groups(p)), kDefaultMinRows, kDefaultPipe.stages, 1,
                      kDefaultPipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
   }
 
   Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem("v2_fused", p, kMaxTopk));
     MLAKIT_RETURN_IF_ERROR(check_instance(t, dev));
-    if (t.num_splits > 1 && p.num_tokens > dsa_workspace::kMaxCountedTokens)
-      return dsa_ring::reject(t, "split rows count their CTAs in the workspace's counter region, which holds " +
-                                     std::to_string(dsa_workspace::kMaxCountedTokens) + " tokens; got T=" +
-                                     std::to_string(p.num_tokens) + " (use num_splits = 1)");
-    return dsa_ring::check_split(p, t, dev, kMaxSplits, /*co_resident=*/true, kCtasPerSm);
+    MLAKIT_RETURN_IF_ERROR(dsa_ring::check_counted_blocks(p, t));
+    return dsa_ring::check_split(p, t, dev, kMaxSplits, /*co_resident=*/true, kCtasPerSm, dsa_ring::head_groups(p));
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
-    return workspace_layout(p.num_tokens, t.num_splits).bytes;
+    return workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes;
   }
 
   std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s), %d consumer + %d producer "
+                  "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s%s), %d consumer + %d producer "
                   "warps, %s shared memory (%d stages of %d rows), %s gather, %s; workspace %s",
-                  info().key.c_str(), t.name().c_str(), t.num_splits, p.num_tokens,
+                  info().key.c_str(), t.name().c_str(), t.num_splits * dsa_ring::head_groups(p), p.num_tokens,
+                  dsa_ring::heads_note(p).c_str(),
                   t.num_splits > 1 ? ", cooperative: split rows merge in-kernel" : "", kConsumerWarps,
                   t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
                   t.gather == 0 ? "bulk ckv + cp.async kpe" : t.gather == 1 ? "bulk" : "cp.async",
@@ -129,7 +127,8 @@ class V2Fused final : public DsaKernel {
                 cudaStream_t stream) const override {
     Params a = dsa_ring::ring_params<Params>(p, t, x);
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
-    const WorkspaceLayout w = workspace_layout(p.num_tokens, t.num_splits);
+    a.head_groups = dsa_ring::head_groups(p);
+    const WorkspaceLayout w = workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
     auto* base = static_cast<char*>(workspace);
     if (w.bytes > 0) {
       a.counters = reinterpret_cast<uint32_t*>(base + w.counters);

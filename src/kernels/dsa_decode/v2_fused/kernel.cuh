@@ -2,15 +2,19 @@
 // valid count (on the GPU), rows are gathered by a producer warp into a deep ring, and the splits
 // of a row merge their partials inside the kernel.
 //
-//   grid = (max_splits, T); CTA (s, t) reads the whole index row t, counts its valid slots n and
-//   takes split s of split_row(n) (idle when s >= splits: it exits at once).
+//   grid = (max_splits x head_groups, T); CTA (s x head_groups + g, t) reads the whole index row t,
+//   counts its valid slots n, takes split s of split_row(n) (idle when s >= splits: it exits at
+//   once) and computes heads [16 g, 16 g + 16). The head groups of one split are neighbours in the
+//   grid, so they run together and all but the first read the split's rows from L2. Everything a
+//   CTA writes (output, lse, partials, counters) is per head block hb = t x head_groups + g.
 //   warps 0-3: consumers (consumer_mma.cuh): QK, online softmax, PV on 64-slot tiles.
 //   warps 4..: producers (common/gather_ring.cuh): Q, then the split's rows, stage by stage, by
 //   cp.async.bulk and/or 16-byte cp.async, completion counted on mbarriers.
 //   One split: bf16 output and lse written directly. Several: each CTA writes its unnormalised
 //   (O, m, l) partial to the workspace, the row's CTAs meet at a counter there (all co-resident:
 //   the launch is cooperative), and CTA s merges its share of the 16 x 64 output chunks in split
-//   order (deterministic); the last CTA to leave sets the counters back to zero.
+//   order (deterministic); the last CTA to leave sets the counters back to zero. (Per head block:
+//   the head groups of a row never wait for each other.)
 //   Shared memory (traits.h, SmemPlan): barriers | Q / partial S 18.7 KB | Stages x 36.5 KB ring |
 //   P 2.3 KB | slots 10 KB.
 // Devlog: docs/kernels/dsa_decode_v2_fused.md
@@ -35,14 +39,17 @@ __device__ void init_barriers(Smem& s) {
   mbar_fence_init();
 }
 
-// Q of token t, issued by the first producer warp before the index row is known, so that its
-// latency overlaps the compaction; the warp arrives on q_full (working CTA) or waits for the
-// copies (idle CTA: no copy may land in the smem of a finished CTA) once the split is known.
+// Heads [16 group, 16 group + 16) of token t's Q, issued by the first producer warp before the
+// index row is known, so that its latency overlaps the compaction; the warp arrives on q_full
+// (working CTA) or waits for the copies (idle CTA: no copy may land in the smem of a finished CTA)
+// once the split is known.
 template <Mma M, class Smem>
-__device__ void load_q(const Params& p, Smem& s, int t) {
+__device__ void load_q(const Params& p, Smem& s, int t, int group) {
   const DsaTensors& x = p.io;
-  const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + t * x.q_nope_stride_t;
-  const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + t * x.q_pe_stride_t;
+  const auto* q_nope =
+      static_cast<const uint16_t*>(x.q_nope) + t * x.q_nope_stride_t + int64_t(group) * kHeads * x.q_nope_stride_h;
+  const auto* q_pe =
+      static_cast<const uint16_t*>(x.q_pe) + t * x.q_pe_stride_t + int64_t(group) * kHeads * x.q_pe_stride_h;
   if constexpr (M == Mma::kWgmma)
     load_query_swizzled(q_nope, x.q_nope_stride_h, q_pe, x.q_pe_stride_h, s.qt());
   else
@@ -58,15 +65,18 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
   produce_rows<G, Stages, Producers>(src, s.slots, count, &s.ring[0][0], s.full, s.empty, pw);
 }
 
+// In the functions below `hb` is the CTA's head block, t x head_groups + group: the output rows
+// [16 hb, 16 hb + 16) of [T x H, 512] (contiguous), and the block's partials and counters.
+
 // Output 0 and lse -inf for a token without a valid slot (all threads of the CTA).
-__device__ inline void store_empty(const Params& p, int t) {
-  auto* out = reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + int64_t(t) * kHeads * kDimV);
+__device__ inline void store_empty(const Params& p, int hb) {
+  auto* out = reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + int64_t(hb) * kHeads * kDimV);
   for (int i = threadIdx.x; i < kHeads * kDimV / 8; i += blockDim.x) out[i] = make_uint4(0, 0, 0, 0);
-  if (threadIdx.x < kHeads) p.io.lse[t * kHeads + threadIdx.x] = -INFINITY;
+  if (threadIdx.x < kHeads) p.io.lse[hb * kHeads + threadIdx.x] = -INFINITY;
 }
 
 // One split: O / l as bf16 and lse = m + log2(l) (consumer threads).
-__device__ inline void store_output(const Params& p, int t, const RowState& st, const float (&l_total)[2],
+__device__ inline void store_output(const Params& p, int hb, const RowState& st, const float (&l_total)[2],
                              const float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
   auto* out = static_cast<uint32_t*>(p.io.output);
@@ -74,21 +84,21 @@ __device__ inline void store_output(const Params& p, int t, const RowState& st, 
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float inv = 1.f / l_total[r];
-    const int64_t base = (int64_t(t) * kHeads + g + 8 * r) * kDimV + col;
+    const int64_t base = (int64_t(hb) * kHeads + g + 8 * r) * kDimV + col;
 #pragma unroll
     for (int j = 0; j < kOTiles; ++j) out[(base + j * 8) / 2] = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
   }
   if (warp == 0 && lane % 4 == 0) {
-    p.io.lse[t * kHeads + g] = st.m[0] + log2f(l_total[0]);
-    p.io.lse[t * kHeads + g + 8] = st.m[1] + log2f(l_total[1]);
+    p.io.lse[hb * kHeads + g] = st.m[0] + log2f(l_total[0]);
+    p.io.lse[hb * kHeads + g + 8] = st.m[1] + log2f(l_total[1]);
   }
 }
 
 // Several splits: the unnormalised partial (O, m, l) of split s (consumer threads).
-__device__ inline void store_partial(const Params& p, int t, int split, const RowState& st,
+__device__ inline void store_partial(const Params& p, int hb, int split, const RowState& st,
                               const float (&l_total)[2], const float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
-  const int64_t row0 = (int64_t(t) * p.max_splits + split) * kHeads;
+  const int64_t row0 = (int64_t(hb) * p.max_splits + split) * kHeads;
   const int col = warp * kDimsPerWarp + 2 * (lane % 4);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -105,7 +115,7 @@ __device__ inline void store_partial(const Params& p, int t, int split, const Ro
 // wgmma path, from the staged O^T (smem [16][512] fp32, s.head_m / s.head_l), consumer threads:
 // one split writes O / l as bf16 and the lse; several write the unnormalised partial.
 template <class Smem>
-__device__ void store_output_staged(const Params& p, Smem& s, int t) {
+__device__ void store_output_staged(const Params& p, Smem& s, int hb) {
   const float* o = reinterpret_cast<const float*>(&s.ring[0][0]);
   for (int c = threadIdx.x; c < kHeads * kDimV / 8; c += kConsumerThreads) {
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
@@ -114,13 +124,13 @@ __device__ void store_output_staged(const Params& p, Smem& s, int t) {
     const float4 b = *reinterpret_cast<const float4*>(o + h * kDimV + d0 + 4);
     const uint4 packed{pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv),
                        pack_bf16x2(b.x * inv, b.y * inv), pack_bf16x2(b.z * inv, b.w * inv)};
-    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(t) * kHeads + h) * kDimV + d0) = packed;
+    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) = packed;
   }
-  if (threadIdx.x < kHeads) p.io.lse[t * kHeads + threadIdx.x] = s.head_m[threadIdx.x] + log2f(s.head_l[threadIdx.x]);
+  if (threadIdx.x < kHeads) p.io.lse[hb * kHeads + threadIdx.x] = s.head_m[threadIdx.x] + log2f(s.head_l[threadIdx.x]);
 }
 template <class Smem>
-__device__ void store_partial_staged(const Params& p, Smem& s, int t, int split) {
-  const int64_t row0 = (int64_t(t) * p.max_splits + split) * kHeads;
+__device__ void store_partial_staged(const Params& p, Smem& s, int hb, int split) {
+  const int64_t row0 = (int64_t(hb) * p.max_splits + split) * kHeads;
   const auto* o = reinterpret_cast<const float4*>(&s.ring[0][0]);
   auto* dst = reinterpret_cast<float4*>(p.part_o + row0 * kDimV);
   for (int i = threadIdx.x; i < kHeads * kDimV / 4; i += kConsumerThreads) dst[i] = o[i];
@@ -155,10 +165,10 @@ __device__ inline void leave_row(uint32_t* counters, int splits) {
 // O = sum_j 2^(m_j - M) O_j / sum_j 2^(m_j - M) l_j rescaled whenever M grows. Every thread of a
 // head sees the same splits in the same order: the result is deterministic.
 constexpr int kMergeBatch = 8;
-__device__ inline void merge_splits(const Params& p, int t, int split, int splits) {
+__device__ inline void merge_splits(const Params& p, int hb, int split, int splits) {
   constexpr int kChunks = kHeads * kDimV / 8;
-  const float2* ml = p.part_ml + int64_t(t) * p.max_splits * kHeads;
-  const float* part = p.part_o + int64_t(t) * p.max_splits * kHeads * kDimV;
+  const float2* ml = p.part_ml + int64_t(hb) * p.max_splits * kHeads;
+  const float* part = p.part_o + int64_t(hb) * p.max_splits * kHeads * kDimV;
   const int end = (split + 1) * kChunks / splits;
   for (int c = split * kChunks / splits + threadIdx.x; c < end; c += blockDim.x) {
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
@@ -193,31 +203,31 @@ __device__ inline void merge_splits(const Params& p, int t, int split, int split
     packed.y = pack_bf16x2(acc[2] * inv, acc[3] * inv);
     packed.z = pack_bf16x2(acc[4] * inv, acc[5] * inv);
     packed.w = pack_bf16x2(acc[6] * inv, acc[7] * inv);
-    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(t) * kHeads + h) * kDimV + d0) = packed;
-    if (d0 == 0) p.io.lse[t * kHeads + h] = l_run > 0.f ? m_run + log2f(l_run) : -INFINITY;
+    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) = packed;
+    if (d0 == 0) p.io.lse[hb * kHeads + h] = l_run > 0.f ? m_run + log2f(l_run) : -INFINITY;
   }
 }
 
 // The consumer warpgroup's part of one split (either MMA path): the tiles, then the split's
 // result stored directly (one split) or as a partial (several).
 template <Mma M, int Stages, class Smem>
-__device__ void consume_and_store(const Params& p, Smem& s, int t, int split, const RowSlice& rs) {
+__device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, const RowSlice& rs) {
   if constexpr (M == Mma::kWgmma) {
     HeadState st;
     float o[kOBlocks][8] = {};
     consume_rows_wgmma<Stages>(s, rs.count, p.scale_log2, st, o);
     reduce_heads(s, st);
     stage_output(s, o);
-    if (rs.splits == 1) store_output_staged(p, s, t);
-    else store_partial_staged(p, s, t, split);
+    if (rs.splits == 1) store_output_staged(p, s, hb);
+    else store_partial_staged(p, s, hb, split);
   } else {
     RowState st;
     float o[kOTiles][4] = {};
     float l_total[2];
     consume_rows<Stages>(s, rs.count, p.scale_log2, st, o);
     reduce_row_sums(s, st, l_total);
-    if (rs.splits == 1) store_output(p, t, st, l_total, o);
-    else store_partial(p, t, split, st, l_total, o);
+    if (rs.splits == 1) store_output(p, hb, st, l_total, o);
+    else store_partial(p, hb, split, st, l_total, o);
   }
 }
 
@@ -226,11 +236,12 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
     dsa_v2_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
-  const int split = blockIdx.x, t = blockIdx.y;
+  const int split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
+  const int hb = t * p.head_groups + group;
   const bool producer = threadIdx.x / 32 >= kConsumerWarps;
   const bool q_loader = threadIdx.x / 32 == kConsumerWarps;
   init_barriers<G>(s);  // ordered before first use by slice_row's barriers
-  if (q_loader) load_q<M>(p, s, t);
+  if (q_loader) load_q<M>(p, s, t, group);
 
   const RowSlice rs = slice_row<kThreadsFor<Producers>, kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t,
                                                                       p.topk, p.num_slots, split, p.max_splits,
@@ -241,15 +252,15 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
     else cp_async_wait<0>();
   }
   if (!works) {  // beyond the row's splits, or an empty row (one split, output 0)
-    if (split == 0) store_empty(p, t);
+    if (split == 0) store_empty(p, hb);
     return;
   }
   if (producer) produce<G, Stages, Producers>(p, s, rs.count, threadIdx.x / 32 - kConsumerWarps);
-  else consume_and_store<M, Stages>(p, s, t, split, rs);
+  else consume_and_store<M, Stages>(p, s, hb, split, rs);
   if (rs.splits == 1) return;
-  uint32_t* counters = p.counters + 2 * t;
+  uint32_t* counters = p.counters + 2 * hb;
   wait_for_row(&counters[0], rs.splits);
-  merge_splits(p, t, split, rs.splits);
+  merge_splits(p, hb, split, rs.splits);
   leave_row(counters, rs.splits);
 }
 

@@ -15,7 +15,7 @@ template <Gather G, Mma M, int Stages, int Producers>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
   // Cooperative when a row may split: its CTAs wait for each other to merge.
   return kernels::launch_with_smem<dsa_v2_kernel<G, M, Stages, Producers>>(
-      params, dim3(params.max_splits, params.num_tokens), dim3(kThreadsFor<Producers>), int(sizeof(SmemPlan<Stages>)),
+      params, dim3(params.max_splits * params.head_groups, params.num_tokens), dim3(kThreadsFor<Producers>), int(sizeof(SmemPlan<Stages>)),
       params.max_splits > 1, stream);
 }
 

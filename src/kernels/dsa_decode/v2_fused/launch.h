@@ -16,7 +16,7 @@ struct Instance {
   Mma mma;
 };
 
-// One launch: grid (max_splits, T), cooperative when a row may be split (its CTAs wait for each
+// One launch: grid (max_splits x head_groups, T), cooperative when a row may be split (its CTAs wait for each
 // other). cudaErrorInvalidValue for an instance that is not compiled.
 cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream);
 

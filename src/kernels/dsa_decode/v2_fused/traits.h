@@ -51,12 +51,14 @@ struct Params {
   int num_tokens;
   int topk;
   int64_t num_slots;
-  int max_splits;        // gridDim.x: CTAs per token, of which split_row() uses what the row needs
+  int max_splits;        // CTAs per token and head group, of which split_row() uses what the row needs
+  int head_groups;       // CTAs per (token, split), 16 heads each: gridDim.x = max_splits x head_groups
   int min_rows;          // least slots per split (a multiple of kStageRows)
   float scale_log2;      // sm_scale * log2(e)
-  float* part_o;         // [T, max_splits, 16, 512] unnormalised partial outputs
-  float2* part_ml;       // [T, max_splits, 16] (running max in the log2 domain, sum of 2^(x - m))
-  uint32_t* counters;    // [T, 2] arrivals and departures of the row's CTAs; zero between calls
+  // Partials and counters are per head block hb = t x head_groups + group (16 heads each).
+  float* part_o;         // [T x groups, max_splits, 16, 512] unnormalised partial outputs
+  float2* part_ml;       // [T x groups, max_splits, 16] (running max in the log2 domain, sum of 2^(x - m))
+  uint32_t* counters;    // [T x groups, 2] arrivals and departures of the block's CTAs; zero between calls
 };
 
 // The tensor-core (wgmma) path keeps its B operands, Q^T and P^T, in 128-byte-swizzled blocks of
@@ -107,16 +109,17 @@ static_assert(covers_every_pipe<SmemPlan>(), "every compiled ring depth has a si
 // reads the compiled kernel's instead when a GPU is present.
 constexpr int documented_registers(Mma mma) { return mma == Mma::kSync ? 219 : 199; }
 
-// Workspace (common/workspace.h): the op's counter region, then (m, l) and O partials; nothing
-// without splits. The counters must be zero before the first call (the kernel leaves them zero).
+// Workspace (common/workspace.h): the op's counter region, then (m, l) and O partials of every
+// block of 16 heads (T x head_groups of them); nothing without splits. The counters must be zero
+// before the first call (the kernel leaves them zero).
 struct WorkspaceLayout {
   size_t counters = 0, part_ml = 0, part_o = 0, bytes = 0;
 };
-inline WorkspaceLayout workspace_layout(int num_tokens, int max_splits) {
+inline WorkspaceLayout workspace_layout(int head_blocks, int max_splits) {
   WorkspaceLayout w;
   if (max_splits <= 1) return w;
   const auto align = [](size_t b) { return (b + 255) / 256 * 256; };
-  const size_t rows = size_t(num_tokens) * max_splits * kHeads;
+  const size_t rows = size_t(head_blocks) * max_splits * kHeads;
   w.counters = 0;
   w.part_ml = dsa_workspace::kCounterBytes;
   w.part_o = w.part_ml + align(rows * 2 * sizeof(float));
