@@ -82,8 +82,9 @@ struct DsaTiling {
   int producers = 1;  // p: warps that gather rows
   int gather = 0;     // g: 0 bulk ckv + cp.async kpe, 1 bulk both, 2 cp.async, 3 register loads (floor)
   int mma = 0;        // w: 0 mma.sync m16n8k16 (heads = M), 1 wgmma m64n16k16 (heads = N)
+  int cta_heads = 16;  // h: heads per CTA (v2_fused: 16, or 32 as two consumer warpgroups on each tile)
 
-  // Stable short form: "s16n64x2m4", "s8n64x4m1p2", "s8n64x4m1p2g1w1".
+  // Stable short form: "s16n64x2m4", "s8n64x4m1p2", "s8n64x4m1p2g1w1", "s2n64x4m1p1h32".
   std::string name() const;
   static Status parse(const std::string& name, DsaTiling* out);
   bool operator==(const DsaTiling&) const = default;

@@ -167,9 +167,15 @@ TEST(Tiling, SingleLaunchFieldsAreNamedOnlyAwayFromTheirDefaults) {
   EXPECT_EQ(t.gather, 1);
   EXPECT_EQ(t.mma, 1);
   EXPECT_EQ(t.name(), "s1n32x3m1g1w1");
+  ASSERT_TRUE(DsaTiling::parse("s2n64x4m1p2h32", &t).is_ok());
+  EXPECT_EQ(t.cta_heads, 32);
+  EXPECT_EQ(t.name(), "s2n64x4m1p2h32");
+  ASSERT_TRUE(DsaTiling::parse("s2n64x4m1h16", &t).is_ok());  // the default, left out of the name
+  EXPECT_EQ(t.name(), "s2n64x4m1");
   ASSERT_TRUE(DsaTiling::parse("s16n64x2m4", &t).is_ok());  // v1's names are unchanged
   EXPECT_EQ(t.name(), "s16n64x2m4");
-  for (const char* bad : {"s8n64x4m1p", "s8n64x4m1w1p2", "s8n64x4m1p2p2", "s8n64x4m1p0", "s8n64x4m1q1"}) {
+  for (const char* bad : {"s8n64x4m1p", "s8n64x4m1w1p2", "s8n64x4m1p2p2", "s8n64x4m1p0", "s8n64x4m1q1",
+                          "s8n64x4m1h32p2", "s8n64x4m1h0"}) {
     const Status s = DsaTiling::parse(bad, &t);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find(bad), std::string::npos) << s.message();
@@ -202,19 +208,31 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   DsaProblem heads = contest(1);
   heads.num_heads = 8;
   EXPECT_NE(why(heads, "s1n64x4m1p2").find("runs 16, 32, 64 or 128 heads; got num_heads=8"), std::string::npos);
-  // 32..128 heads: one CTA per 16 heads and split, all of them co-resident when rows split.
+  // 32..128 heads: one CTA per 16 (or 32: h32) heads and split, all of them co-resident when rows
+  // split; the default takes 32 heads per CTA.
   heads.num_heads = 128;
   EXPECT_EQ(why(heads, "s16n64x4m1p2"), "ok");
   EXPECT_NE(why(heads, "s32n64x4m1p2").find("all 256 (32 x T=1 x 8 head groups) must be resident at once"),
             std::string::npos);
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p2");
+  EXPECT_EQ(why(heads, "s32n64x4m1p2h32"), "ok");
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s32n64x4m1p2h32");
+  EXPECT_NE(why(heads, "s4n64x4m1p2g1h32").find("h32 (two consumer warpgroups) is compiled with g0"),
+            std::string::npos);
+  EXPECT_NE(why(heads, "s4n64x4m1p2w1h32").find("h32 (two consumer warpgroups) is compiled with g0"),
+            std::string::npos);
+  EXPECT_NE(why(heads, "s4n64x5m1h32").find("(stages, producers) = (5, 1) is not instantiated with h32"),
+            std::string::npos);
+  EXPECT_NE(why(heads, "s4n64x4m1p2h64").find("h (heads per CTA) must be 16 or 32; got 64"), std::string::npos);
   heads.num_tokens = 16;
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s1n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s2n64x4m1p2h32");
   heads.num_heads = 32;
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s4n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p2h32");
   // The partials of every block of 16 heads.
   EXPECT_EQ(v2.workspace_bytes(heads, v2.default_tiling(heads, h200)),
-            4096 + 16 * 2 * 4 * 16 * 2 * 4 + size_t(16) * 2 * 4 * 16 * 512 * 4);
+            4096 + 16 * 2 * 8 * 16 * 2 * 4 + size_t(16) * 2 * 8 * 16 * 512 * 4);
+  heads.num_heads = 16;
+  EXPECT_NE(why(heads, "s8n64x4m1p2h32").find("h (heads per CTA) must divide num_heads=16"), std::string::npos);
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p2");
   // The default: about one CTA per SM, the default ring, mma.sync.
   EXPECT_EQ(v2.default_tiling(contest(1), h200).name(), "s64n64x4m1p2");
   EXPECT_EQ(v2.default_tiling(contest(16), h200).name(), "s8n64x4m1p2");
@@ -257,7 +275,7 @@ TEST(V1SplitK, RejectsTheSingleLaunchFields) {
   DsaTiling t;
   ASSERT_TRUE(DsaTiling::parse("s16n64x2m4p2", &t).is_ok());
   const Status s = v1().validate(contest(8), t, device("H200"));
-  EXPECT_NE(s.message().find("leave p, g and w out"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("leave p, g, w and h out"), std::string::npos) << s.message();
 }
 
 // A plan for the H200 of the table (no GPU needed): what tests of dsa_run start from.

@@ -160,8 +160,9 @@ TEST(DsaV2Tilings, EveryInstanceMatchesReference) {
       }
 }
 
-// More heads run as one CTA per 16 heads and split: split rows merge per block of 16 heads, one CTA
-// per row writes directly, and both MMA paths take their Q block from the head group's offset.
+// More heads run as one CTA per 16 or 32 heads (h32: two consumer warpgroups on each gathered tile)
+// and split: split rows merge per block of 16 heads, one CTA per row writes directly, and both MMA
+// paths take their Q block from the head group's offset.
 TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
   for (const char* key : {"dsa_decode.v2_fused.bf16", "dsa_decode.v2_fp8.fp8"}) {
     const KernelEntry* kernel = find_kernel(key);
@@ -169,8 +170,10 @@ TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
     REQUIRE_GPU_FOR(*kernel);
     const bool fp8 = kernel->info().dtype == "fp8";
     for (int heads : {32, 64, 128})
-      for (const char* tiling : {"s1n64x4m1p2", "s4n32x4m1p2", "s2n64x4m1p2w1"}) {
-        if (fp8 && std::string(tiling).find("w1") != std::string::npos) continue;  // mma.sync only
+      for (const char* tiling : {"s1n64x4m1p2", "s4n32x4m1p2", "s2n64x4m1p2w1", "s1n64x4m1h32", "s4n32x4m1p2h32"}) {
+        const std::string how = tiling;
+        if (fp8 && (how.find("w1") != std::string::npos || how.find("h32") != std::string::npos))
+          continue;  // mma.sync, 16 heads per CTA only
         const std::string name = fp8 ? std::string(tiling).substr(0, 7) + "m1p2g1" : tiling;
         const std::string suite = "dsa-edge-h" + std::to_string(heads) + (fp8 ? "-fp8" : "");
         SCOPED_TRACE(suite + " " + name);

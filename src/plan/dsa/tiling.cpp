@@ -1,6 +1,6 @@
 // DsaTiling's stable short name: s<splits>n<block_n>x<stages>m<merge head groups>, then the
-// single-launch fields p<producers>, g<gather>, w<mma> where they differ from their defaults:
-// "s16n64x2m4" (v1), "s8n64x4m1p2" (v2), "s8n64x4m1p2g1w1".
+// single-launch fields p<producers>, g<gather>, w<mma>, h<heads per CTA> where they differ from
+// their defaults: "s16n64x2m4" (v1), "s8n64x4m1p2" (v2), "s8n64x4m1p2g1w1", "s2n64x4m1p1h32".
 #include <cstdio>
 
 #include "mlakit/dsa.h"
@@ -13,7 +13,8 @@ std::string DsaTiling::name() const {
   int n = std::snprintf(buf, sizeof buf, "s%dn%dx%dm%d", num_splits, block_n, stages, merge_head_groups);
   if (producers != defaults.producers) n += std::snprintf(buf + n, sizeof buf - n, "p%d", producers);
   if (gather != defaults.gather) n += std::snprintf(buf + n, sizeof buf - n, "g%d", gather);
-  if (mma != defaults.mma) std::snprintf(buf + n, sizeof buf - n, "w%d", mma);
+  if (mma != defaults.mma) n += std::snprintf(buf + n, sizeof buf - n, "w%d", mma);
+  if (cta_heads != defaults.cta_heads) std::snprintf(buf + n, sizeof buf - n, "h%d", cta_heads);
   return buf;
 }
 
@@ -25,13 +26,13 @@ Status DsaTiling::parse(const std::string& name, DsaTiling* out) {
   int consumed = 0;
   if (std::sscanf(name.c_str(), "s%dn%dx%dm%d%n", &t.num_splits, &t.block_n, &t.stages,
                   &t.merge_head_groups, &consumed) != 4)
-    return bad("expected the form s<splits>n<block_n>x<stages>m<groups>[p<producers>][g<gather>][w<mma>] "
+    return bad("expected the form s<splits>n<block_n>x<stages>m<groups>[p<producers>][g<gather>][w<mma>][h<heads>] "
                "(e.g. s16n64x2m4)");
   // The optional fields, each at most once and in this order.
   const struct {
     char letter;
     int* field;
-  } optional[] = {{'p', &t.producers}, {'g', &t.gather}, {'w', &t.mma}};
+  } optional[] = {{'p', &t.producers}, {'g', &t.gather}, {'w', &t.mma}, {'h', &t.cta_heads}};
   size_t pos = size_t(consumed);
   for (const auto& f : optional) {
     if (pos >= name.size() || name[pos] != f.letter) continue;
@@ -39,9 +40,10 @@ Status DsaTiling::parse(const std::string& name, DsaTiling* out) {
     if (std::sscanf(name.c_str() + pos + 1, "%d%n", f.field, &used) != 1) return bad(std::string("expected a number after '") + f.letter + "'");
     pos += 1 + size_t(used);
   }
-  if (pos != name.size()) return bad("unexpected '" + name.substr(pos) + "' (optional fields come as p, g, w)");
-  if (t.num_splits < 1 || t.block_n < 1 || t.stages < 1 || t.merge_head_groups < 1 || t.producers < 1)
-    return bad("s, n, x, m and p must be >= 1");
+  if (pos != name.size()) return bad("unexpected '" + name.substr(pos) + "' (optional fields come as p, g, w, h)");
+  if (t.num_splits < 1 || t.block_n < 1 || t.stages < 1 || t.merge_head_groups < 1 || t.producers < 1 ||
+      t.cta_heads < 1)
+    return bad("s, n, x, m, p and h must be >= 1");
   if (t.gather < 0 || t.mma < 0) return bad("g and w must be >= 0");
   *out = t;
   return Status::ok();

@@ -24,9 +24,9 @@ Status check_problem(const std::string& variant, const DsaProblem& p, int max_to
   return Status::ok();
 }
 
-std::string heads_note(const DsaProblem& p) {
-  const int groups = head_groups(p);
-  return groups > 1 ? ", " + std::to_string(groups) + " CTAs of " + std::to_string(kCtaHeads) + " heads per split"
+std::string heads_note(const DsaProblem& p, int cta_heads) {
+  const int groups = head_groups(p, cta_heads);
+  return groups > 1 ? ", " + std::to_string(groups) + " CTAs of " + std::to_string(cta_heads) + " heads per split"
                     : std::string();
 }
 

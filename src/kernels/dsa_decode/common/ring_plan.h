@@ -24,14 +24,14 @@ Status reject(const DsaTiling& t, const std::string& why);
 constexpr int kCtaHeads = 16;
 constexpr int kHeadCounts[] = {16, 32, 64, 128};
 inline std::vector<int> head_counts() { return {std::begin(kHeadCounts), std::end(kHeadCounts)}; }
-// CTAs per (row, split): one per 16 heads.
-inline int head_groups(const DsaProblem& p) { return p.num_heads / kCtaHeads; }
+// CTAs per (row, split): one per `cta_heads` heads (16, or 32 for v2_fused's two warpgroups).
+inline int head_groups(const DsaProblem& p, int cta_heads = kCtaHeads) { return p.num_heads / cta_heads; }
 
 // Blocks of 16 heads over the batch (T x head_groups): what the merging kernels keep partials and
 // counters for.
 inline int head_blocks(const DsaProblem& p) { return p.num_tokens * head_groups(p); }
 // ", 8 CTAs of 16 heads per split" for --explain when there is more than one.
-std::string heads_note(const DsaProblem& p);
+std::string heads_note(const DsaProblem& p, int cta_heads = kCtaHeads);
 // A merging kernel (t.num_splits > 1) counts the CTAs of each head block in the workspace's counter
 // region; the error names the blocks it holds.
 Status check_counted_blocks(const DsaProblem& p, const DsaTiling& t);

@@ -54,6 +54,7 @@ Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
   if (t.gather != kBulkGather)
     return reject(t, "g (gather) must be 1: each 656-byte row is one bulk copy; got " + std::to_string(t.gather));
   if (t.mma != int(dsa_v2::Mma::kSync)) return reject(t, "w (MMA path) must be 0 (mma.sync); got " + std::to_string(t.mma));
+  if (t.cta_heads != 16) return reject(t, "h (heads per CTA) must be 16; got " + std::to_string(t.cta_heads));
   if (!is_fp8_pipe(Pipe{t.stages, t.producers}))
     return reject(t, "(stages, producers) = (" + std::to_string(t.stages) + ", " + std::to_string(t.producers) +
                          ") is not instantiated; compiled:" + compiled_pipes());

@@ -152,7 +152,7 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
   float o[dsa_v2::kOTiles][4] = {};
   float l_total[2];
   uint32_t qa[dsa_v2::kQkSteps][4];
-  dsa_v2::take_q(s, qa);
+  dsa_v2::take_q(s, s, qa);
   for_each_tile<Stages>(s, rs.count, [&](const Tile& tile) { dsa_v2::decode_tile(s, qa, tile, p.scale_log2, st, o); });
   dsa_v2::reduce_row_sums(s, st, l_total);
   if (rs.splits == 1) dsa_v2::store_output(p, hb, st, l_total, o);
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
   const int hb = t * p.head_groups + group, warp = threadIdx.x / 32;  // hb: the head block (v2_fused)
   const bool q_loader = kDecode && warp == kConsumerWarps;
   init_barriers<W>(s);  // ordered before first use by slice_row's barriers
-  if (q_loader) dsa_v2::load_q<dsa_v2::Mma::kSync>(p, s, t, group);
+  if (q_loader) dsa_v2::load_q<dsa_v2::Mma::kSync>(p, s, t, group * kHeads);
 
   const RowSlice rs = slice_row<kThreadsFor<Producers>, dsa_v2::kIdxPerThread>(
       p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, split, p.max_splits, p.min_rows,

@@ -1,6 +1,7 @@
-// v2_fused consumers: one warpgroup (4 warps) turns ring tiles of 64 gathered rows into the
-// running (O, m, l) of all 16 heads with bf16 m16n8k16 MMAs (heads = M) and a base-2 online
-// softmax. Per tile: qk_partial (warp w: k-quarter w x 64 slots, Q fragments in registers) ->
+// v2_fused consumers: a warpgroup (4 warps) turns ring tiles of 64 gathered rows into the
+// running (O, m, l) of 16 heads with bf16 m16n8k16 MMAs (heads = M) and a base-2 online softmax;
+// a CTA of 32 heads runs two warpgroups on the same tiles, each with its own Q, partial S and P
+// (a `Part`: WgPart in traits.h) and its own named barrier. Per tile: qk_partial (warp w: k-quarter w x 64 slots, Q fragments in registers) ->
 // partial S in smem -> online_softmax (warp w: slots 16w..16w+15) -> P in smem -> pv_mma (warp w:
 // dims 128w..128w+127). Three named barriers per tile order the smem hand-offs.
 #pragma once
@@ -16,9 +17,16 @@ namespace mlakit::dsa_v2 {
 
 using namespace mlakit::kernels;
 
-// Named barrier of the consumer warpgroup (0 is the CTA-wide __syncthreads).
+// The consumer warpgroup of this thread (0 or 1), its warp within the warpgroup; producer warps
+// come after every consumer warpgroup.
+__device__ __forceinline__ int consumer_wg() { return threadIdx.x / kConsumerThreads; }
+__device__ __forceinline__ int wg_warp() { return (threadIdx.x / 32) % kConsumerWarps; }
+
+// Named barrier of the thread's consumer warpgroup: 1 + its index (0 is the CTA-wide __syncthreads).
 constexpr uint32_t kConsumerBarrier = 1;
-__device__ __forceinline__ void consumer_sync() { named_barrier_sync(kConsumerBarrier, kConsumerThreads); }
+__device__ __forceinline__ void consumer_sync() {
+  named_barrier_sync(kConsumerBarrier + consumer_wg(), kConsumerThreads);
+}
 
 // Softmax state of the two rows (heads) a lane holds: g = lane / 4 and g + 8.
 struct RowState {
@@ -40,7 +48,7 @@ struct Tile {
 
 // This warp's Q fragments (A operands) for its k-quarter: 9 k16 steps x 4 registers, loaded once.
 __device__ __forceinline__ void load_q_fragments(const uint16_t* sq, uint32_t (&qa)[kQkSteps][4]) {
-  const int lane = threadIdx.x % 32, quarter = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32, quarter = wg_warp();
   const uint16_t* a_row = sq + (lane % 16) * kKvPitch + quarter * kQkSteps * 16 + (lane / 16) * 8;
 #pragma unroll
   for (int k = 0; k < kQkSteps; ++k) ldmatrix_x4(a_row + k * 16, qa[k]);
@@ -49,7 +57,7 @@ __device__ __forceinline__ void load_q_fragments(const uint16_t* sq, uint32_t (&
 // Partial S[16 x 64] = Q K^T over this warp's k-quarter, stored to s_part[quarter]. Eight n8
 // tiles give eight independent MMA chains of 9 steps.
 __device__ __forceinline__ void qk_partial(float* s_part, const uint32_t (&qa)[kQkSteps][4], const Tile& tile) {
-  const int lane = threadIdx.x % 32, quarter = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32, quarter = wg_warp();
   const int k0 = quarter * kQkSteps * 16;
   float acc[kSlotTiles][4] = {};
 #pragma unroll
@@ -81,9 +89,9 @@ __device__ __forceinline__ void qk_partial(float* s_part, const uint32_t (&qa)[k
 // this warp's 16 slots, masks slots >= rows, updates the running max of every row across the
 // warpgroup, writes P = 2^(x - m) as bf16 and returns the rescale factor of each of the lane's
 // two rows. Ends with a consumer barrier.
-template <class Smem>
-__device__ void online_softmax(Smem& s, int rows, float scale_log2, RowState& st, float (&alpha)[2]) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
+template <class Part>
+__device__ void online_softmax(Part& s, int rows, float scale_log2, RowState& st, float (&alpha)[2]) {
+  const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4;
   constexpr int kTilesPerWarp = kSlotTiles / kConsumerWarps;  // two n8 column tiles
   float x[kTilesPerWarp][4];
 #pragma unroll
@@ -141,7 +149,7 @@ __device__ void online_softmax(Smem& s, int rows, float scale_log2, RowState& st
 // O[16 x 128 dims of this warp] = alpha * O + P V over the tile's slots (`k_steps` k16 steps).
 __device__ __forceinline__ void pv_mma(const uint16_t* sp, const Tile& tile, const float (&alpha)[2],
                                        float (&o)[kOTiles][4]) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32, warp = wg_warp();
 #pragma unroll
   for (int j = 0; j < kOTiles; ++j) {
     o[j][0] *= alpha[0];
@@ -168,9 +176,9 @@ __device__ __forceinline__ void pv_mma(const uint16_t* sp, const Tile& tile, con
 }
 
 // Sums each row's l over the quad and the 4 warps; every thread gets the totals of its rows.
-template <class Smem>
-__device__ void reduce_row_sums(Smem& s, const RowState& st, float (&l_total)[2]) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
+template <class Part>
+__device__ void reduce_row_sums(Part& s, const RowState& st, float (&l_total)[2]) {
+  const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4;
   const float l0 = quad_sum(st.l[0]), l1 = quad_sum(st.l[1]);
   if (lane % 4 == 0) {
     s.red_sum[warp][g] = l0;
@@ -211,8 +219,8 @@ __device__ __forceinline__ void for_each_tile(Smem& s, int count, Body&& body) {
 }
 
 // One tile into the running state: QK, online softmax, PV (every kernel built on these consumers).
-template <class Smem>
-__device__ __forceinline__ void decode_tile(Smem& s, const uint32_t (&qa)[kQkSteps][4], const Tile& tile,
+template <class Part>
+__device__ __forceinline__ void decode_tile(Part& s, const uint32_t (&qa)[kQkSteps][4], const Tile& tile,
                                             float scale_log2, RowState& st, float (&o)[kOTiles][4]) {
   qk_partial(&s.s_part[0][0], qa, tile);
   consumer_sync();  // all four k-quarters of S are in smem
@@ -223,19 +231,21 @@ __device__ __forceinline__ void decode_tile(Smem& s, const uint32_t (&qa)[kQkSte
 
 // Waits for Q and loads this warp's fragments of it; ends with a consumer barrier, after which
 // s_part may overwrite Q.
-template <class Smem>
-__device__ __forceinline__ void take_q(Smem& s, uint32_t (&qa)[kQkSteps][4]) {
+template <class Smem, class Part>
+__device__ __forceinline__ void take_q(Smem& s, Part& part, uint32_t (&qa)[kQkSteps][4]) {
   mbar_wait(&s.q_full, 0);
-  load_q_fragments(s.q, qa);
+  load_q_fragments(part.q, qa);
   consumer_sync();
 }
 
-// The consumer warps' loop over the CTA's `count` slots: tiles of two ring stages.
-template <int Stages, class Smem>
-__device__ void consume_rows(Smem& s, int count, float scale_log2, RowState& st, float (&o)[kOTiles][4]) {
+// A consumer warpgroup's loop over the CTA's `count` slots (tiles of two ring stages of `s`),
+// with its own Q, partial S and P in `part`.
+template <int Stages, class Smem, class Part>
+__device__ void consume_rows(Smem& s, Part& part, int count, float scale_log2, RowState& st,
+                             float (&o)[kOTiles][4]) {
   uint32_t qa[kQkSteps][4];
-  take_q(s, qa);
-  for_each_tile<Stages>(s, count, [&](const Tile& tile) { decode_tile(s, qa, tile, scale_log2, st, o); });
+  take_q(s, part, qa);
+  for_each_tile<Stages>(s, count, [&](const Tile& tile) { decode_tile(part, qa, tile, scale_log2, st, o); });
 }
 
 }  // namespace mlakit::dsa_v2

@@ -216,25 +216,25 @@ __device__ __forceinline__ void pv_wgmma(const uint8_t* pt, const Tile& tile, co
 }
 
 // The consumer warpgroup's loop (wgmma path). Leaves O^T in `o` and the lane's head state in `st`.
-template <int Stages, class Smem>
-__device__ void consume_rows_wgmma(Smem& s, int count, float scale_log2, HeadState& st, float (&o)[kOBlocks][8]) {
+template <int Stages, class Smem, class Part>
+__device__ void consume_rows_wgmma(Smem& s, Part& part, int count, float scale_log2, HeadState& st, float (&o)[kOBlocks][8]) {
   mbar_wait(&s.q_full, 0);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async wrote Q^T; wgmma reads it
   consumer_sync();
   for_each_tile<Stages>(s, count, [&](const Tile& tile) {
     float sacc[8];
-    qk_wgmma(s.qt(), tile, sacc);
+    qk_wgmma(part.qt(), tile, sacc);
     float alpha[2][2];
-    softmax_wgmma(s, sacc, tile.rows, scale_log2, st, alpha);
-    pv_wgmma(s.pt(), tile, alpha, o);
+    softmax_wgmma(part, sacc, tile.rows, scale_log2, st, alpha);
+    pv_wgmma(part.pt(), tile, alpha, o);
     consumer_sync();  // every warp's wgmmas have read P^T before the next tile rewrites it
   });
 }
 
 // Per head: the running max and the sum over the warpgroup into s.head_m / s.head_l; ends with a
 // consumer barrier.
-template <class Smem>
-__device__ void reduce_heads(Smem& s, const HeadState& st) {
+template <class Part>
+__device__ void reduce_heads(Part& s, const HeadState& st) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
 #pragma unroll
   for (int j = 0; j < 2; ++j)

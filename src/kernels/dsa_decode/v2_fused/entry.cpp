@@ -22,24 +22,33 @@ namespace {
 
 constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
 
+// Consumer warpgroups per CTA: one per 16 heads of the tiling's h.
+int wgs_of(const DsaTiling& t) { return t.cta_heads / kHeads; }
+
 Instance instance_of(const DsaTiling& t) {
-  return Instance{Pipe{t.stages, t.producers}, Gather(t.gather), Mma(t.mma)};
+  return Instance{Pipe{t.stages, t.producers}, Gather(t.gather), Mma(t.mma), wgs_of(t)};
 }
 
 // Registers per thread of an instance: the compiled kernel's when the facts are a live device's
 // (read once per instance), else the need traits.h documents for its MMA path.
 int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
   const Mma mma = Mma(t.mma);
-  if (!dev.live) return documented_registers(mma);
-  static std::array<std::atomic<int>, std::size(kPipeChoices) * 3 * 2> known{};
+  const int wgs = wgs_of(t);
+  if (!dev.live) return documented_registers(mma, wgs, t.producers);
+  static std::array<std::atomic<int>, std::size(kPipeChoices) * 3 * 2 + std::size(kWidePipes)> known{};
   size_t slot = 0;
-  while (kPipeChoices[slot].stages != t.stages || kPipeChoices[slot].producers != t.producers) ++slot;
-  slot = (slot * 3 + size_t(t.gather)) * 2 + size_t(t.mma);
+  if (wgs == 2) {
+    while (kWidePipes[slot].stages != t.stages || kWidePipes[slot].producers != t.producers) ++slot;
+    slot += std::size(kPipeChoices) * 3 * 2;
+  } else {
+    while (kPipeChoices[slot].stages != t.stages || kPipeChoices[slot].producers != t.producers) ++slot;
+    slot = (slot * 3 + size_t(t.gather)) * 2 + size_t(t.mma);
+  }
   if (int regs = known[slot].load(std::memory_order_relaxed); regs > 0) return regs;
   cudaFuncAttributes attr;
   if (kernel_attributes(instance_of(t), &attr) != cudaSuccess || attr.numRegs <= 0) {
     cudaGetLastError();  // no image for this device: not sticky, and the documented need holds
-    return documented_registers(mma);
+    return documented_registers(mma, wgs, t.producers);
   }
   known[slot].store(attr.numRegs, std::memory_order_relaxed);
   return attr.numRegs;
@@ -54,19 +63,31 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
                          std::to_string(t.gather));
   if (t.mma != int(Mma::kSync) && t.mma != int(Mma::kWgmma))
     return reject(t, "w (MMA path) must be 0 (mma.sync) or 1 (wgmma); got " + std::to_string(t.mma));
-  if (!is_instantiated(Pipe{t.stages, t.producers})) {
+  if (t.cta_heads != 16 && t.cta_heads != 32)
+    return reject(t, "h (heads per CTA) must be 16 or 32; got " + std::to_string(t.cta_heads));
+  const int wgs = wgs_of(t);
+  if (wgs == 2 && (t.gather != int(Gather::kHybrid) || t.mma != int(Mma::kSync)))
+    return reject(t, "h32 (two consumer warpgroups) is compiled with g0 (hybrid gather) and w0 (mma.sync) only");
+  const auto compiled = [&](const auto& choices) {
+    for (const Pipe& c : choices)
+      if (c.stages == t.stages && c.producers == t.producers) return true;
+    return false;
+  };
+  if (wgs == 2 ? !compiled(kWidePipes) : !compiled(kPipeChoices)) {
     std::string pipes;
-    for (const Pipe& c : kPipeChoices) pipes += " x" + std::to_string(c.stages) + "p" + std::to_string(c.producers);
+    for (const Pipe& c : wgs == 2 ? std::vector<Pipe>(std::begin(kWidePipes), std::end(kWidePipes))
+                                  : std::vector<Pipe>(std::begin(kPipeChoices), std::end(kPipeChoices)))
+      pipes += " x" + std::to_string(c.stages) + "p" + std::to_string(c.producers);
     return reject(t, "(stages, producers) = (" + std::to_string(t.stages) + ", " + std::to_string(t.producers) +
-                         ") is not instantiated; compiled:" + pipes);
+                         ") is not instantiated" + (wgs == 2 ? " with h32" : "") + "; compiled:" + pipes);
   }
-  const size_t smem = smem_bytes(t.stages);
+  const size_t smem = smem_bytes(t.stages, wgs);
   if (smem > size_t(dev.smem_per_block_optin))
     return reject(t, "shared-memory plan " + format_kb(smem) + " (" + std::to_string(t.stages) + " stages x " +
                          std::to_string(kStageRows) + " rows x " + std::to_string(kKvPitch * 2) +
                          " B + Q + P + slots) exceeds the " + format_kb(size_t(dev.smem_per_block_optin)) +
                          " per-block limit of " + dev.describe());
-  const int threads = kConsumerThreads + 32 * t.producers;
+  const int threads = kConsumerThreads * wgs + 32 * t.producers;
   const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (threads * kCtasPerSm));
   const int regs = registers_needed(t, dev);
   if (reg_cap < regs)
@@ -89,20 +110,37 @@ class V2Fused final : public DsaKernel {
   // The tuner's choices: splits, least rows per split, every compiled pipe, the two bulk gathers,
   // mma.sync (cp.async and wgmma lost everywhere they were measured: the devlog's steps 2 and 6;
   // they stay reachable with --tiling).
-  std::vector<DsaTiling> search_space(const DsaProblem&) const override {
-    return dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid), int(Gather::kBulk)});
+  // With 32 heads or more, also two consumer warpgroups per CTA (h32) over its compiled pipes.
+  std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
+    std::vector<DsaTiling> out = dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid), int(Gather::kBulk)});
+    if (p.num_heads % 32 != 0) return out;
+    for (DsaTiling t : dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid)},
+                                                   {std::begin(kWidePipes), std::end(kWidePipes)})) {
+      t.cta_heads = 32;
+      out.push_back(t);
+    }
+    return out;
   }
 
+  // 32 heads or more: two consumer warpgroups per CTA on each gathered tile (h32), 0.66-0.72 x the
+  // time of one per 16 heads at T = 128 (the devlog's "More heads").
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    return DsaTiling{dsa_ring::default_splits(p, dev, kMaxSplits, dsa_ring::head_groups(p)), kDefaultMinRows, kDefaultPipe.stages, 1,
-                     kDefaultPipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
+    const int cta_heads = p.num_heads % 32 == 0 ? 32 : kHeads;
+    DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, dsa_ring::head_groups(p, cta_heads)), kDefaultMinRows,
+                kDefaultPipe.stages, 1, kDefaultPipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
+    t.cta_heads = cta_heads;
+    return t;
   }
 
   Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem("v2_fused", p, kMaxTopk));
     MLAKIT_RETURN_IF_ERROR(check_instance(t, dev));
+    if (p.num_heads % t.cta_heads != 0)
+      return dsa_ring::reject(t, "h (heads per CTA) must divide num_heads=" + std::to_string(p.num_heads) + "; got " +
+                                     std::to_string(t.cta_heads));
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_counted_blocks(p, t));
-    return dsa_ring::check_split(p, t, dev, kMaxSplits, /*co_resident=*/true, kCtasPerSm, dsa_ring::head_groups(p));
+    return dsa_ring::check_split(p, t, dev, kMaxSplits, /*co_resident=*/true, kCtasPerSm,
+                                 dsa_ring::head_groups(p, t.cta_heads));
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
@@ -114,10 +152,10 @@ class V2Fused final : public DsaKernel {
     std::snprintf(buf, sizeof buf,
                   "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s%s), %d consumer + %d producer "
                   "warps, %s shared memory (%d stages of %d rows), %s gather, %s; workspace %s",
-                  info().key.c_str(), t.name().c_str(), t.num_splits * dsa_ring::head_groups(p), p.num_tokens,
-                  dsa_ring::heads_note(p).c_str(),
-                  t.num_splits > 1 ? ", cooperative: split rows merge in-kernel" : "", kConsumerWarps,
-                  t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
+                  info().key.c_str(), t.name().c_str(), t.num_splits * dsa_ring::head_groups(p, t.cta_heads),
+                  p.num_tokens, dsa_ring::heads_note(p, t.cta_heads).c_str(),
+                  t.num_splits > 1 ? ", cooperative: split rows merge in-kernel" : "", kConsumerWarps * wgs_of(t),
+                  t.producers, format_kb(smem_bytes(t.stages, wgs_of(t))).c_str(), t.stages, kStageRows,
                   t.gather == 0 ? "bulk ckv + cp.async kpe" : t.gather == 1 ? "bulk" : "cp.async",
                   t.mma == 0 ? "mma.sync m16n8k16" : "wgmma m64n16k16", format_kb(workspace_bytes(p, t)).c_str());
     return buf;
@@ -127,7 +165,7 @@ class V2Fused final : public DsaKernel {
                 cudaStream_t stream) const override {
     Params a = dsa_ring::ring_params<Params>(p, t, x);
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
-    a.head_groups = dsa_ring::head_groups(p);
+    a.head_groups = dsa_ring::head_groups(p, t.cta_heads);
     const WorkspaceLayout w = workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
     auto* base = static_cast<char*>(workspace);
     if (w.bytes > 0) {

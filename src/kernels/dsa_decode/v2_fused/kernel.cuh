@@ -4,11 +4,13 @@
 //
 //   grid = (max_splits x head_groups, T); CTA (s x head_groups + g, t) reads the whole index row t,
 //   counts its valid slots n, takes split s of split_row(n) (idle when s >= splits: it exits at
-//   once) and computes heads [16 g, 16 g + 16). The head groups of one split are neighbours in the
-//   grid, so they run together and all but the first read the split's rows from L2. Everything a
-//   CTA writes (output, lse, partials, counters) is per head block hb = t x head_groups + g.
-//   warps 0-3: consumers (consumer_mma.cuh): QK, online softmax, PV on 64-slot tiles.
-//   warps 4..: producers (common/gather_ring.cuh): Q, then the split's rows, stage by stage, by
+//   once) and computes heads [C g, C g + C), C = 16 x Wgs heads per CTA. The head groups of one
+//   split are neighbours in the grid, so they run together and all but the first read the split's
+//   rows from L2. Output, lse and partials are per 16-head block hb = t x H / 16 + h / 16; the
+//   counters per CTA group (t x head_groups + g).
+//   warps 0-3 (0-7: two warpgroups, 16 heads each): consumers (consumer_mma.cuh): QK, online
+//   softmax, PV on 64-slot tiles.
+//   the warps after them: producers (common/gather_ring.cuh): Q, then the split's rows, stage by stage, by
 //   cp.async.bulk and/or 16-byte cp.async, completion counted on mbarriers.
 //   One split: bf16 output and lse written directly. Several: each CTA writes its unnormalised
 //   (O, m, l) partial to the workspace, the row's CTAs meet at a counter there (all co-resident:
@@ -30,30 +32,28 @@
 
 namespace mlakit::dsa_v2 {
 
-template <Gather G, class Smem>
+template <Gather G, int Wgs, class Smem>
 __device__ void init_barriers(Smem& s) {
   if (threadIdx.x != 0) return;
   for (auto& b : s.full) mbar_init(&b, kFullArrivals<G>);
-  for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);  // every consumer thread releases
+  for (auto& b : s.empty) mbar_init(&b, kConsumerThreads * Wgs);  // every consumer thread releases
   mbar_init(&s.q_full, 32);  // one warp's cp.async arrivals
   mbar_fence_init();
 }
 
-// Heads [16 group, 16 group + 16) of token t's Q, issued by the first producer warp before the
-// index row is known, so that its latency overlaps the compaction; the warp arrives on q_full
-// (working CTA) or waits for the copies (idle CTA: no copy may land in the smem of a finished CTA)
-// once the split is known.
-template <Mma M, class Smem>
-__device__ void load_q(const Params& p, Smem& s, int t, int group) {
+// Heads [head0, head0 + 16) of token t's Q into a warpgroup's `part`, issued by the first producer
+// warp before the index row is known, so that its latency overlaps the compaction; the warp
+// arrives on q_full (working CTA) or waits for the copies (idle CTA: no copy may land in the smem
+// of a finished CTA) once the split is known.
+template <Mma M, class Part>
+__device__ void load_q(const Params& p, Part& part, int t, int head0) {
   const DsaTensors& x = p.io;
-  const auto* q_nope =
-      static_cast<const uint16_t*>(x.q_nope) + t * x.q_nope_stride_t + int64_t(group) * kHeads * x.q_nope_stride_h;
-  const auto* q_pe =
-      static_cast<const uint16_t*>(x.q_pe) + t * x.q_pe_stride_t + int64_t(group) * kHeads * x.q_pe_stride_h;
+  const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + t * x.q_nope_stride_t + head0 * x.q_nope_stride_h;
+  const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + t * x.q_pe_stride_t + head0 * x.q_pe_stride_h;
   if constexpr (M == Mma::kWgmma)
-    load_query_swizzled(q_nope, x.q_nope_stride_h, q_pe, x.q_pe_stride_h, s.qt());
+    load_query_swizzled(q_nope, x.q_nope_stride_h, q_pe, x.q_pe_stride_h, part.qt());
   else
-    load_query(q_nope, x.q_nope_stride_h, q_pe, x.q_pe_stride_h, kHeads, s.q);
+    load_query(q_nope, x.q_nope_stride_h, q_pe, x.q_pe_stride_h, kHeads, part.q);
 }
 
 // Producer warp `pw`: its stages of the split.
@@ -78,7 +78,7 @@ __device__ inline void store_empty(const Params& p, int hb) {
 // One split: O / l as bf16 and lse = m + log2(l) (consumer threads).
 __device__ inline void store_output(const Params& p, int hb, const RowState& st, const float (&l_total)[2],
                              const float (&o)[kOTiles][4]) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
+  const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4;
   auto* out = static_cast<uint32_t*>(p.io.output);
   const int col = warp * kDimsPerWarp + 2 * (lane % 4);
 #pragma unroll
@@ -97,7 +97,7 @@ __device__ inline void store_output(const Params& p, int hb, const RowState& st,
 // Several splits: the unnormalised partial (O, m, l) of split s (consumer threads).
 __device__ inline void store_partial(const Params& p, int hb, int split, const RowState& st,
                               const float (&l_total)[2], const float (&o)[kOTiles][4]) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
+  const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4;
   const int64_t row0 = (int64_t(hb) * p.max_splits + split) * kHeads;
   const int col = warp * kDimsPerWarp + 2 * (lane % 4);
 #pragma unroll
@@ -112,29 +112,31 @@ __device__ inline void store_partial(const Params& p, int hb, int split, const R
   }
 }
 
-// wgmma path, from the staged O^T (smem [16][512] fp32, s.head_m / s.head_l), consumer threads:
-// one split writes O / l as bf16 and the lse; several write the unnormalised partial.
-template <class Smem>
-__device__ void store_output_staged(const Params& p, Smem& s, int hb) {
+// wgmma path (one consumer warpgroup), from the staged O^T (smem [16][512] fp32, part.head_m /
+// part.head_l), consumer threads: one split writes O / l as bf16 and the lse; several write the
+// unnormalised partial.
+template <class Smem, class Part>
+__device__ void store_output_staged(const Params& p, Smem& s, const Part& part, int hb) {
   const float* o = reinterpret_cast<const float*>(&s.ring[0][0]);
   for (int c = threadIdx.x; c < kHeads * kDimV / 8; c += kConsumerThreads) {
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
-    const float inv = 1.f / s.head_l[h];
+    const float inv = 1.f / part.head_l[h];
     const float4 a = *reinterpret_cast<const float4*>(o + h * kDimV + d0);
     const float4 b = *reinterpret_cast<const float4*>(o + h * kDimV + d0 + 4);
     const uint4 packed{pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv),
                        pack_bf16x2(b.x * inv, b.y * inv), pack_bf16x2(b.z * inv, b.w * inv)};
     *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) = packed;
   }
-  if (threadIdx.x < kHeads) p.io.lse[hb * kHeads + threadIdx.x] = s.head_m[threadIdx.x] + log2f(s.head_l[threadIdx.x]);
+  if (threadIdx.x < kHeads)
+    p.io.lse[hb * kHeads + threadIdx.x] = part.head_m[threadIdx.x] + log2f(part.head_l[threadIdx.x]);
 }
-template <class Smem>
-__device__ void store_partial_staged(const Params& p, Smem& s, int hb, int split) {
+template <class Smem, class Part>
+__device__ void store_partial_staged(const Params& p, Smem& s, const Part& part, int hb, int split) {
   const int64_t row0 = (int64_t(hb) * p.max_splits + split) * kHeads;
   const auto* o = reinterpret_cast<const float4*>(&s.ring[0][0]);
   auto* dst = reinterpret_cast<float4*>(p.part_o + row0 * kDimV);
   for (int i = threadIdx.x; i < kHeads * kDimV / 4; i += kConsumerThreads) dst[i] = o[i];
-  if (threadIdx.x < kHeads) p.part_ml[row0 + threadIdx.x] = make_float2(s.head_m[threadIdx.x], s.head_l[threadIdx.x]);
+  if (threadIdx.x < kHeads) p.part_ml[row0 + threadIdx.x] = make_float2(part.head_m[threadIdx.x], part.head_l[threadIdx.x]);
 }
 
 // Every CTA of the row has published its partial once this returns (all threads call it).
@@ -208,59 +210,65 @@ __device__ inline void merge_splits(const Params& p, int hb, int split, int spli
   }
 }
 
-// The consumer warpgroup's part of one split (either MMA path): the tiles, then the split's
-// result stored directly (one split) or as a partial (several).
+// A consumer warpgroup's part of one split (either MMA path; wgmma with one warpgroup): its 16
+// heads over the tiles, then the result stored directly (one split) or as a partial (several).
 template <Mma M, int Stages, class Smem>
-__device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, const RowSlice& rs) {
+__device__ void consume_and_store(const Params& p, Smem& s, WgPart& part, int hb, int split, const RowSlice& rs) {
   if constexpr (M == Mma::kWgmma) {
     HeadState st;
     float o[kOBlocks][8] = {};
-    consume_rows_wgmma<Stages>(s, rs.count, p.scale_log2, st, o);
-    reduce_heads(s, st);
+    consume_rows_wgmma<Stages>(s, part, rs.count, p.scale_log2, st, o);
+    reduce_heads(part, st);
     stage_output(s, o);
-    if (rs.splits == 1) store_output_staged(p, s, hb);
-    else store_partial_staged(p, s, hb, split);
+    if (rs.splits == 1) store_output_staged(p, s, part, hb);
+    else store_partial_staged(p, s, part, hb, split);
   } else {
     RowState st;
     float o[kOTiles][4] = {};
     float l_total[2];
-    consume_rows<Stages>(s, rs.count, p.scale_log2, st, o);
-    reduce_row_sums(s, st, l_total);
+    consume_rows<Stages>(s, part, rs.count, p.scale_log2, st, o);
+    reduce_row_sums(part, st, l_total);
     if (rs.splits == 1) store_output(p, hb, st, l_total, o);
     else store_partial(p, hb, split, st, l_total, o);
   }
 }
 
-template <Gather G, Mma M, int Stages, int Producers>
-__global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
+// grid (max_splits x head_groups, T); Wgs consumer warpgroups of 16 heads each share the CTA's
+// gathered tiles (head_groups = H / (16 Wgs)).
+template <Gather G, Mma M, int Stages, int Producers, int Wgs>
+__global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
     dsa_v2_kernel(const __grid_constant__ Params p) {
+  static_assert(Wgs == 1 || M == Mma::kSync, "the wgmma path stages its output in the ring: one warpgroup");
   extern __shared__ __align__(128) uint8_t smem_raw[];
-  auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
+  auto& s = *reinterpret_cast<SmemPlan<Stages, Wgs>*>(smem_raw);
   const int split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
-  const int hb = t * p.head_groups + group;
-  const bool producer = threadIdx.x / 32 >= kConsumerWarps;
-  const bool q_loader = threadIdx.x / 32 == kConsumerWarps;
-  init_barriers<G>(s);  // ordered before first use by slice_row's barriers
-  if (q_loader) load_q<M>(p, s, t, group);
+  const int block = t * p.head_groups + group;  // this CTA's heads: 16-head blocks [Wgs block, + Wgs)
+  const int warp = threadIdx.x / 32;
+  const bool producer = warp >= kConsumerWarps * Wgs;
+  const bool q_loader = warp == kConsumerWarps * Wgs;
+  init_barriers<G, Wgs>(s);  // ordered before first use by slice_row's barriers
+  if (q_loader)
+    for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], t, (group * Wgs + w) * kHeads);
 
-  const RowSlice rs = slice_row<kThreadsFor<Producers>, kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t,
-                                                                      p.topk, p.num_slots, split, p.max_splits,
-                                                                      p.min_rows, s.slots, s.warp_count);
+  const RowSlice rs = slice_row<kThreadsFor<Producers, Wgs>, kIdxPerThread>(
+      p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, split, p.max_splits, p.min_rows, s.slots,
+      s.warp_count);
   const bool works = split < rs.splits && rs.n_valid > 0;
   if (q_loader) {  // no copy may land in the smem of a finished CTA
     if (works) cp_async_arrive_on(&s.q_full);
     else cp_async_wait<0>();
   }
   if (!works) {  // beyond the row's splits, or an empty row (one split, output 0)
-    if (split == 0) store_empty(p, hb);
+    if (split == 0)
+      for (int w = 0; w < Wgs; ++w) store_empty(p, block * Wgs + w);
     return;
   }
-  if (producer) produce<G, Stages, Producers>(p, s, rs.count, threadIdx.x / 32 - kConsumerWarps);
-  else consume_and_store<M, Stages>(p, s, hb, split, rs);
+  if (producer) produce<G, Stages, Producers>(p, s, rs.count, warp - kConsumerWarps * Wgs);
+  else consume_and_store<M, Stages>(p, s, s.wg[consumer_wg()], block * Wgs + consumer_wg(), split, rs);
   if (rs.splits == 1) return;
-  uint32_t* counters = p.counters + 2 * hb;
+  uint32_t* counters = p.counters + 2 * block;
   wait_for_row(&counters[0], rs.splits);
-  merge_splits(p, hb, split, rs.splits);
+  for (int w = 0; w < Wgs; ++w) merge_splits(p, block * Wgs + w, split, rs.splits);
   leave_row(counters, rs.splits);
 }
 

@@ -1,6 +1,7 @@
-// v2_fused host launcher: one kernel per instance (kPipeChoices x gather x MMA path), the
-// shared-memory opt-in once per device and instance, then one launch (cooperative when rows may
-// split, so that a row's CTAs are co-resident).
+// v2_fused host launcher: one kernel per instance (kPipeChoices x gather x MMA path with one
+// consumer warpgroup; kWidePipes with two, hybrid gather and mma.sync), the shared-memory opt-in
+// once per device and instance, then one launch (cooperative when rows may split, so that a row's
+// CTAs are co-resident).
 #include <iterator>
 #include <utility>
 
@@ -11,32 +12,38 @@
 namespace mlakit::dsa_v2 {
 namespace {
 
-template <Gather G, Mma M, int Stages, int Producers>
+template <Gather G, Mma M, int Stages, int Producers, int Wgs>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
   // Cooperative when a row may split: its CTAs wait for each other to merge.
-  return kernels::launch_with_smem<dsa_v2_kernel<G, M, Stages, Producers>>(
-      params, dim3(params.max_splits * params.head_groups, params.num_tokens), dim3(kThreadsFor<Producers>), int(sizeof(SmemPlan<Stages>)),
-      params.max_splits > 1, stream);
+  return kernels::launch_with_smem<dsa_v2_kernel<G, M, Stages, Producers, Wgs>>(
+      params, dim3(params.max_splits * params.head_groups, params.num_tokens), dim3(kThreadsFor<Producers, Wgs>),
+      int(sizeof(SmemPlan<Stages, Wgs>)), params.max_splits > 1, stream);
 }
 
-// Calls f.template operator()<G, M, Stages, Producers>() for the compiled instance, or returns
-// cudaErrorInvalidValue.
-template <Gather G, Mma M, class F, size_t... I>
+// Calls f.template operator()<G, M, Stages, Producers, Wgs>() for the compiled instance of `pipes`,
+// or returns cudaErrorInvalidValue.
+template <Gather G, Mma M, int Wgs, const Pipe* kPipes, class F, size_t... I>
 cudaError_t with_pipe(Pipe pipe, F&& f, std::index_sequence<I...>) {
   cudaError_t e = cudaErrorInvalidValue;
-  (void)((pipe.stages == kPipeChoices[I].stages && pipe.producers == kPipeChoices[I].producers &&
-          (e = f.template operator()<G, M, kPipeChoices[I].stages, kPipeChoices[I].producers>(), true)) ||
+  (void)((pipe.stages == kPipes[I].stages && pipe.producers == kPipes[I].producers &&
+          (e = f.template operator()<G, M, kPipes[I].stages, kPipes[I].producers, Wgs>(), true)) ||
          ...);
   return e;
 }
 template <Gather G, class F>
 cudaError_t with_mma(const Instance& in, F&& f) {
   constexpr auto kAll = std::make_index_sequence<std::size(kPipeChoices)>{};
-  return in.mma == Mma::kWgmma ? with_pipe<G, Mma::kWgmma>(in.pipe, f, kAll)
-                               : with_pipe<G, Mma::kSync>(in.pipe, f, kAll);
+  return in.mma == Mma::kWgmma ? with_pipe<G, Mma::kWgmma, 1, kPipeChoices>(in.pipe, f, kAll)
+                               : with_pipe<G, Mma::kSync, 1, kPipeChoices>(in.pipe, f, kAll);
 }
 template <class F>
 cudaError_t with_instance(const Instance& in, F&& f) {
+  if (in.wgs == 2) {
+    if (in.gather != Gather::kHybrid || in.mma != Mma::kSync) return cudaErrorInvalidValue;
+    return with_pipe<Gather::kHybrid, Mma::kSync, 2, kWidePipes>(in.pipe, f,
+                                                                 std::make_index_sequence<std::size(kWidePipes)>{});
+  }
+  if (in.wgs != 1) return cudaErrorInvalidValue;
   switch (in.gather) {
     case Gather::kHybrid: return with_mma<Gather::kHybrid>(in, f);
     case Gather::kBulk: return with_mma<Gather::kBulk>(in, f);
@@ -49,15 +56,15 @@ cudaError_t with_instance(const Instance& in, F&& f) {
 }  // namespace
 
 cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream) {
-  return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers>() {
-    return launch_one<G, M, Stages, Producers>(params, stream);
+  return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers, int Wgs>() {
+    return launch_one<G, M, Stages, Producers, Wgs>(params, stream);
   });
 }
 
 cudaError_t kernel_attributes(Instance instance, cudaFuncAttributes* attr) {
   *attr = {};
-  return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers>() {
-    return cudaFuncGetAttributes(attr, dsa_v2_kernel<G, M, Stages, Producers>);
+  return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers, int Wgs>() {
+    return cudaFuncGetAttributes(attr, dsa_v2_kernel<G, M, Stages, Producers, Wgs>);
   });
 }
 

@@ -9,11 +9,13 @@
 namespace mlakit::dsa_v2 {
 
 // The compiled kernel of one instantiation: (pipe, gather, mma) with pipe in kPipeChoices and
-// gather not kLdg.
+// gather not kLdg, one consumer warpgroup; or two (32 heads per CTA) with pipe in kWidePipes, the
+// hybrid gather and mma.sync.
 struct Instance {
   Pipe pipe;
   Gather gather;
   Mma mma;
+  int wgs = 1;
 };
 
 // One launch: grid (max_splits x head_groups, T), cooperative when a row may be split (its CTAs wait for each

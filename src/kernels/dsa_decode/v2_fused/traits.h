@@ -16,9 +16,16 @@ using namespace mlakit::dsa_ring;
 constexpr int kHeads = 16;            // the M of every m16n8k16 MMA
 constexpr int kConsumerWarps = 4;     // one warpgroup: QK, softmax, PV
 constexpr int kConsumerThreads = kConsumerWarps * 32;
-// Warps 0-3 consume; warps 4.. gather rows (the first of them also Q).
-template <int Producers>
-constexpr int kThreadsFor = kConsumerThreads + Producers * 32;
+// Warps 0-3 consume (0-7 with two consumer warpgroups); the warps after them gather rows (the
+// first of them also Q).
+template <int Producers, int Wgs = 1>
+constexpr int kThreadsFor = kConsumerThreads * Wgs + Producers * 32;
+// Heads per CTA: 16 per consumer warpgroup; a CTA of 32 heads (two warpgroups) computes both
+// head blocks from one gathered tile (DsaTiling::cta_heads).
+constexpr int kMaxWgs = 2;
+// The ring pipes compiled with two consumer warpgroups (hybrid gather, mma.sync only): 288 or 320
+// threads, so the register cap is 224 or 204.
+constexpr Pipe kWidePipes[] = {{4, 1}, {4, 2}};
 constexpr int kCtasPerSm = 1;         // __launch_bounds__ and the co-residency check
 // A compute tile is two ring stages: 64 slots.
 constexpr int kTileStages = 2;
@@ -71,13 +78,8 @@ constexpr int kPtBytes = kHeads * 128;               // 2 KB: 64 slots x 16 head
 // (heads = M) or wgmma m64n16k16 in the transposed formulation (slots / dims = M, heads = N).
 enum class Mma { kSync = 0, kWgmma = 1 };
 
-// Shared-memory plan; sizeof(SmemPlan<Stages>) is the dynamic shared memory of one CTA.
-template <int Stages>
-struct SmemPlan {
-  uint64_t full[Stages];     // the stage's rows arrived
-  uint64_t empty[Stages];    // the consumers are done with the stage
-  uint64_t q_full;           // Q arrived
-  int32_t warp_count[32];
+// What each consumer warpgroup keeps for itself: its reductions, its Q (then partial S) and P.
+struct WgPart {
   float red_max[kConsumerWarps][kHeads];  // per-warp row maxima of one tile
   float red_sum[kConsumerWarps][kHeads];  // per-warp row sums at the end
   float head_m[kHeads], head_l[kHeads];   // wgmma path: per-head max and sum at the end
@@ -86,12 +88,10 @@ struct SmemPlan {
     float s_part[kConsumerWarps][kHeads * kSPitch];     // mma.sync: QK partial sums per k-quarter
     uint8_t qt_raw[kQtBytes + kSwizzleAlign];           // wgmma: Q^T, 9 swizzled blocks (+ alignment)
   };
-  alignas(16) uint16_t ring[Stages][kStageElems];       // gathered rows, bf16 [stage][32][576 + pad]
   union alignas(16) {
     uint16_t p[kHeads * kPPitch];                       // mma.sync: P, bf16 [16][64 + pad]
     uint8_t pt_raw[kPtBytes + kSwizzleAlign];           // wgmma: P^T, one swizzled block
   };
-  int32_t slots[kMaxTopk];                              // this CTA's compacted slots
 
   // The swizzled wgmma operands start on 1024-byte boundaries (the swizzle atom).
   MLAKIT_HOST_DEVICE uint8_t* qt() { return align_up(qt_raw); }
@@ -102,12 +102,34 @@ struct SmemPlan {
   }
 };
 
+// Shared-memory plan of Wgs consumer warpgroups; sizeof(SmemPlan<Stages, Wgs>) is the dynamic
+// shared memory of one CTA.
+template <int Stages, int Wgs = 1>
+struct SmemPlan {
+  uint64_t full[Stages];     // the stage's rows arrived
+  uint64_t empty[Stages];    // the consumers are done with the stage
+  uint64_t q_full;           // Q arrived
+  int32_t warp_count[32];
+  WgPart wg[Wgs];
+  alignas(16) uint16_t ring[Stages][kStageElems];       // gathered rows, bf16 [stage][32][576 + pad]
+  int32_t slots[kMaxTopk];                              // this CTA's compacted slots
+};
+template <int Stages>
+using SmemPlanWide = SmemPlan<Stages, 2>;
+
 // Shared memory of a ring depth (0 when no instantiation has it).
-constexpr size_t smem_bytes(int stages) { return ring_smem_bytes<SmemPlan>(stages); }
+constexpr size_t smem_bytes(int stages, int wgs = 1) {
+  return wgs == 2 ? ring_smem_bytes<SmemPlanWide>(stages) : ring_smem_bytes<SmemPlan>(stages);
+}
 static_assert(covers_every_pipe<SmemPlan>(), "every compiled ring depth has a size");
 // The register need of each MMA path as ptxas reports it (sm_90a, nvcc 13.0); the registry entry
 // reads the compiled kernel's instead when a GPU is present.
-constexpr int documented_registers(Mma mma) { return mma == Mma::kSync ? 219 : 199; }
+// Two consumer warpgroups: __launch_bounds__ caps them at 65536 / threads (224 with one producer
+// warp, 204 with two).
+constexpr int documented_registers(Mma mma, int wgs = 1, int producers = 1) {
+  if (wgs == 2) return producers == 1 ? 224 : 204;
+  return mma == Mma::kSync ? 219 : 199;
+}
 
 // Workspace (common/workspace.h): the op's counter region, then (m, l) and O partials of every
 // block of 16 heads (T x head_groups of them); nothing without splits. The counters must be zero
