@@ -141,13 +141,20 @@ def test_cuda_graph_replays_new_input_values(torch, gpu):
     """The default (single-launch) kernel: rows split over CTAs that merge in the kernel through
     counters in the workspace, which every call must leave at zero for the next replay."""
     assert mlakit.plan_info(4, 64, device=gpu.index)["kernel_key"] == "dsa_decode.v2_fused.bf16"
-    static = make_inputs(torch, 4, device=gpu, seed=11)
-    out, lse = empty_outputs(torch, 4, gpu)
+    replay_on_fresh_inputs(torch, gpu, 4, 16, 11,
+                           ((12, [2048, 7, 0, 1500]), (13, [5, 2048, 2048, 0]), (19, [1, 64, 65, 1999])))
+
+
+def replay_on_fresh_inputs(torch, gpu, num_tokens, heads, seed, rounds):
+    """Captures one call on inputs of `seed`, then per (seed, valid) of `rounds` copies fresh
+    inputs into the captured buffers, poisons the outputs and checks the replay."""
+    static = make_inputs(torch, num_tokens, device=gpu, seed=seed, heads=heads)
+    out, lse = empty_outputs(torch, num_tokens, gpu, heads)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         mlakit.dsa_sparse_attention(*static, CONTEST_SM_SCALE, out=out, lse=lse)
-    for seed, valid in ((12, [2048, 7, 0, 1500]), (13, [5, 2048, 2048, 0]), (19, [1, 64, 65, 1999])):
-        fresh = make_inputs(torch, 4, device=gpu, seed=seed, valid=valid)
+    for fresh_seed, valid in rounds:
+        fresh = make_inputs(torch, num_tokens, device=gpu, seed=fresh_seed, heads=heads, valid=valid)
         for dst, src in zip(static, fresh):
             dst.copy_(src)
         out.fill_(float("nan"))
@@ -289,20 +296,9 @@ def test_many_heads_read_strided_views_of_576_wide_buffers(torch, gpu):
 
 
 def test_cuda_graph_of_many_heads_replays_new_input_values(torch, gpu):
-    """64 heads, T = 2: 4 head groups x 16 splits of a row merge through their own counters."""
-    static = make_inputs(torch, 2, device=gpu, seed=41, heads=64)
-    out, lse = empty_outputs(torch, 2, gpu, 64)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        mlakit.dsa_sparse_attention(*static, CONTEST_SM_SCALE, out=out, lse=lse)
-    for seed, valid in ((42, [2048, 0]), (43, [3, 2000])):
-        fresh = make_inputs(torch, 2, device=gpu, seed=seed, heads=64, valid=valid)
-        for dst, src in zip(static, fresh):
-            dst.copy_(src)
-        out.fill_(float("nan"))
-        lse.fill_(float("nan"))
-        graph.replay()
-        check(torch, fresh, out, lse)
+    """64 heads, T = 2: each row's 32 splits x 2 CTAs of 32 heads merge through their own
+    counters (one per CTA group), left at zero for the next replay."""
+    replay_on_fresh_inputs(torch, gpu, 2, 64, 41, ((42, [2048, 0]), (43, [3, 2000])))
 
 
 def test_plan_info_and_plan_cache(torch, gpu):

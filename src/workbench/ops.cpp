@@ -37,7 +37,10 @@ std::string op_names() {
 
 std::string suite_names_of_all_ops() {
   std::string names;
-  for (const OpBench* op : op_benches()) names += (names.empty() ? "" : ";") + suite_summary(*op);
+  for (const OpBench* op : op_benches()) {
+    if (!names.empty()) names += ';';
+    names += suite_summary(*op);
+  }
   return names;
 }
 
@@ -53,7 +56,11 @@ std::string plain_flavour(const ShapeOption& option) {
 }
 
 std::string flavour_suffix(const ShapeOption& option, const std::string& value) {
-  return value == plain_flavour(option) ? std::string() : "-" + option.flavour_prefix + value;
+  if (value == plain_flavour(option)) return std::string();
+  std::string part = "-";
+  part += option.flavour_prefix;
+  part += value;
+  return part;
 }
 
 namespace {
@@ -106,16 +113,29 @@ std::string suite_summary(const OpBench& op) {
     }
   }
   std::string out;
-  for (const std::string& p : plain) out += " " + p;
+  for (const std::string& p : plain) {
+    out += ' ';
+    out += p;
+  }
   std::string flavours;
   for (const ShapeOption* o : flavour_options(op)) {
     const auto seen = parts.find(o->name);
     if (seen == parts.end()) continue;
     std::string alternatives;
-    for (const std::string& part : seen->second) alternatives += (alternatives.empty() ? "" : "|") + part;
-    flavours += (flavours.empty() ? "" : ", then ") + alternatives + " (--" + o->name + ")";
+    for (const std::string& part : seen->second) {
+      if (!alternatives.empty()) alternatives += '|';
+      alternatives += part;
+    }
+    if (!flavours.empty()) flavours += ", then ";
+    flavours += alternatives;
+    flavours += " (--";
+    flavours += o->name;
+    flavours += ')';
   }
-  if (!flavours.empty()) out += ", each also " + flavours;
+  if (!flavours.empty()) {
+    out += ", each also ";
+    out += flavours;
+  }
   return out;
 }
 

@@ -18,22 +18,22 @@ namespace mlakit::dsa_ring {
 // "tiling s8n64x4m1p2: <why>"
 Status reject(const DsaTiling& t, const std::string& why);
 
-// A CTA of the ring kernels computes 16 heads (the M of one m16n8k16 MMA); 32, 64 and 128 heads
-// run as 2, 4 or 8 CTAs per (row, split) that gather the same rows (docs/kernels/dsa_decode_v2_fused.md,
-// "More heads").
+// A consumer warpgroup of the ring kernels computes 16 heads (the M of one m16n8k16 MMA), a CTA 16
+// or (v2_fused, h32) 32 of them; 32, 64 and 128 heads run as several CTAs per (row, split) that
+// gather the same rows (docs/kernels/dsa_decode_v2_fused.md, "More heads").
 constexpr int kCtaHeads = 16;
 constexpr int kHeadCounts[] = {16, 32, 64, 128};
 inline std::vector<int> head_counts() { return {std::begin(kHeadCounts), std::end(kHeadCounts)}; }
 // CTAs per (row, split): one per `cta_heads` heads (16, or 32 for v2_fused's two warpgroups).
 inline int head_groups(const DsaProblem& p, int cta_heads = kCtaHeads) { return p.num_heads / cta_heads; }
 
-// Blocks of 16 heads over the batch (T x head_groups): what the merging kernels keep partials and
-// counters for.
+// Blocks of 16 heads over the batch (T x H / 16): what the merging kernels keep partials for; their
+// counters (one per CTA group) are never more.
 inline int head_blocks(const DsaProblem& p) { return p.num_tokens * head_groups(p); }
 // ", 8 CTAs of 16 heads per split" for --explain when there is more than one.
 std::string heads_note(const DsaProblem& p, int cta_heads = kCtaHeads);
-// A merging kernel (t.num_splits > 1) counts the CTAs of each head block in the workspace's counter
-// region; the error names the blocks it holds.
+// A merging kernel (t.num_splits > 1) counts the CTAs of each group in the workspace's counter
+// region, which is checked against the blocks of 16 heads (at least as many); the error names them.
 Status check_counted_blocks(const DsaProblem& p, const DsaTiling& t);
 
 // A head count in `heads`, ckv 512 + kpe 64, and rows of at most `max_topk` indices (one CTA reads

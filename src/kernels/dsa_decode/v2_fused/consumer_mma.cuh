@@ -1,7 +1,8 @@
 // v2_fused consumers: a warpgroup (4 warps) turns ring tiles of 64 gathered rows into the
 // running (O, m, l) of 16 heads with bf16 m16n8k16 MMAs (heads = M) and a base-2 online softmax;
 // a CTA of 32 heads runs two warpgroups on the same tiles, each with its own Q, partial S and P
-// (a `Part`: WgPart in traits.h) and its own named barrier. Per tile: qk_partial (warp w: k-quarter w x 64 slots, Q fragments in registers) ->
+// (a `Part`: WgPart in traits.h) and its own named barrier. Per tile: qk_partial (warp w:
+// k-quarter w x 64 slots, Q fragments in registers) ->
 // partial S in smem -> online_softmax (warp w: slots 16w..16w+15) -> P in smem -> pv_mma (warp w:
 // dims 128w..128w+127). Three named barriers per tile order the smem hand-offs.
 #pragma once

@@ -10,15 +10,15 @@
 //   counters per CTA group (t x head_groups + g).
 //   warps 0-3 (0-7: two warpgroups, 16 heads each): consumers (consumer_mma.cuh): QK, online
 //   softmax, PV on 64-slot tiles.
-//   the warps after them: producers (common/gather_ring.cuh): Q, then the split's rows, stage by stage, by
-//   cp.async.bulk and/or 16-byte cp.async, completion counted on mbarriers.
+//   the warps after them: producers (common/gather_ring.cuh): Q, then the split's rows, stage by
+//   stage, by cp.async.bulk and/or 16-byte cp.async, completion counted on mbarriers.
 //   One split: bf16 output and lse written directly. Several: each CTA writes its unnormalised
 //   (O, m, l) partial to the workspace, the row's CTAs meet at a counter there (all co-resident:
 //   the launch is cooperative), and CTA s merges its share of the 16 x 64 output chunks in split
-//   order (deterministic); the last CTA to leave sets the counters back to zero. (Per head block:
+//   order (deterministic); the last CTA to leave sets the counters back to zero. (Per CTA group:
 //   the head groups of a row never wait for each other.)
-//   Shared memory (traits.h, SmemPlan): barriers | Q / partial S 18.7 KB | Stages x 36.5 KB ring |
-//   P 2.3 KB | slots 10 KB.
+//   Shared memory (traits.h, SmemPlan): barriers | per consumer warpgroup: reductions, Q / partial S
+//   18.7 KB, P 2.3 KB | Stages x 36.5 KB ring | slots 10 KB.
 // Devlog: docs/kernels/dsa_decode_v2_fused.md
 // The non-template device functions are inline: v2_fp8 includes this file too.
 #pragma once
@@ -65,8 +65,9 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
   produce_rows<G, Stages, Producers>(src, s.slots, count, &s.ring[0][0], s.full, s.empty, pw);
 }
 
-// In the functions below `hb` is the CTA's head block, t x head_groups + group: the output rows
-// [16 hb, 16 hb + 16) of [T x H, 512] (contiguous), and the block's partials and counters.
+// In the functions below `hb` is a block of 16 heads, t x H / 16 + h / 16 (a consumer warpgroup's:
+// (t x head_groups + group) x Wgs + warpgroup): the output rows [16 hb, 16 hb + 16) of [T x H, 512]
+// (contiguous) and the block's partials.
 
 // Output 0 and lse -inf for a token without a valid slot (all threads of the CTA).
 __device__ inline void store_empty(const Params& p, int hb) {

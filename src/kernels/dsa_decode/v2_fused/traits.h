@@ -20,9 +20,8 @@ constexpr int kConsumerThreads = kConsumerWarps * 32;
 // first of them also Q).
 template <int Producers, int Wgs = 1>
 constexpr int kThreadsFor = kConsumerThreads * Wgs + Producers * 32;
-// Heads per CTA: 16 per consumer warpgroup; a CTA of 32 heads (two warpgroups) computes both
-// head blocks from one gathered tile (DsaTiling::cta_heads).
-constexpr int kMaxWgs = 2;
+// Heads per CTA: 16 per consumer warpgroup; a CTA of 32 heads (two warpgroups, DsaTiling::
+// cta_heads) computes both head blocks from one gathered tile.
 // The ring pipes compiled with two consumer warpgroups (hybrid gather, mma.sync only): 288 or 320
 // threads, so the register cap is 224 or 204.
 constexpr Pipe kWidePipes[] = {{4, 1}, {4, 2}};
@@ -59,13 +58,13 @@ struct Params {
   int topk;
   int64_t num_slots;
   int max_splits;        // CTAs per token and head group, of which split_row() uses what the row needs
-  int head_groups;       // CTAs per (token, split), 16 heads each: gridDim.x = max_splits x head_groups
+  int head_groups;       // CTAs per (token, split), 16 x Wgs heads each: gridDim.x = max_splits x head_groups
   int min_rows;          // least slots per split (a multiple of kStageRows)
   float scale_log2;      // sm_scale * log2(e)
-  // Partials and counters are per head block hb = t x head_groups + group (16 heads each).
-  float* part_o;         // [T x groups, max_splits, 16, 512] unnormalised partial outputs
-  float2* part_ml;       // [T x groups, max_splits, 16] (running max in the log2 domain, sum of 2^(x - m))
-  uint32_t* counters;    // [T x groups, 2] arrivals and departures of the block's CTAs; zero between calls
+  // Partials are per block of 16 heads (T x H / 16 blocks), counters per CTA group (T x head_groups).
+  float* part_o;         // [T x H / 16, max_splits, 16, 512] unnormalised partial outputs
+  float2* part_ml;       // [T x H / 16, max_splits, 16] (running max in the log2 domain, sum of 2^(x - m))
+  uint32_t* counters;    // [T x head_groups, 2] arrivals and departures of the group's CTAs; zero between calls
 };
 
 // The tensor-core (wgmma) path keeps its B operands, Q^T and P^T, in 128-byte-swizzled blocks of
