@@ -11,6 +11,7 @@
 
 #include "base/cuda_status.h"
 #include "base/format.h"
+#include "kernels/common/resources.h"
 #include "kernels/dsa_decode/v1_splitk/launch.h"
 #include "kernels/dsa_decode/v1_splitk/traits.h"
 
@@ -97,7 +98,7 @@ Status check_resources(const DsaTiling& t, const DeviceFacts& dev) {
   if (size_t(ctas) * smem > size_t(dev.smem_per_sm))
     return reject(t, std::to_string(ctas) + " CTAs x " + format_kb(smem) + " exceed the " +
                          format_kb(size_t(dev.smem_per_sm)) + " shared memory of one SM");
-  const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (kThreads * ctas));
+  const int reg_cap = kernels::register_cap(dev, kThreads, ctas);
   const int regs = registers_needed(t.stages, dev);
   if (reg_cap < regs)
     return reject(t, std::to_string(ctas) + " CTAs x " + std::to_string(kThreads) + " threads leave " +

@@ -14,6 +14,7 @@
 
 #include "base/cuda_status.h"
 #include "base/format.h"
+#include "kernels/common/resources.h"
 #include "kernels/dsa_decode/common/ring_plan.h"
 #include "kernels/dsa_decode/v2_fp8/launch.h"
 #include "kernels/dsa_decode/v2_fp8/traits.h"
@@ -63,13 +64,9 @@ Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
     return reject(t, "shared-memory plan " + format_kb(smem) + " (" + std::to_string(t.stages) +
                          " raw stages + the bf16 tile + Q + P + slots) exceeds the " +
                          format_kb(size_t(dev.smem_per_block_optin)) + " per-block limit of " + dev.describe());
-  const int threads = kConsumerThreads + 32 * t.producers;
-  const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (threads * kCtasPerSm));
-  const int regs = registers_needed(t, work, dev);
-  if (reg_cap < regs)
-    return reject(t, std::to_string(threads) + " threads leave " + std::to_string(reg_cap) +
-                         " registers per thread; the kernel needs " + std::to_string(regs));
-  return Status::ok();
+  const std::string short_of = kernels::register_shortfall(dev, kConsumerThreads + 32 * t.producers, kCtasPerSm,
+                                                           registers_needed(t, work, dev));
+  return short_of.empty() ? Status::ok() : reject(t, short_of);
 }
 
 // Both entries: the decode (kDecode) and the floor (kStreamOnly) differ in their info, their

@@ -5,6 +5,7 @@
 // traits.h; the register need from the compiled kernel when a GPU is present (launch.h).
 #include "kernels/dsa_decode/v2_fused/entry.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -13,6 +14,7 @@
 
 #include "base/cuda_status.h"
 #include "base/format.h"
+#include "kernels/common/resources.h"
 #include "kernels/dsa_decode/common/ring_plan.h"
 #include "kernels/dsa_decode/v2_fused/launch.h"
 #include "kernels/dsa_decode/v2_fused/traits.h"
@@ -68,16 +70,12 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
   const int wgs = wgs_of(t);
   if (wgs == 2 && (t.gather != int(Gather::kHybrid) || t.mma != int(Mma::kSync)))
     return reject(t, "h32 (two consumer warpgroups) is compiled with g0 (hybrid gather) and w0 (mma.sync) only");
-  const auto compiled = [&](const auto& choices) {
-    for (const Pipe& c : choices)
-      if (c.stages == t.stages && c.producers == t.producers) return true;
-    return false;
-  };
-  if (wgs == 2 ? !compiled(kWidePipes) : !compiled(kPipeChoices)) {
+  const std::vector<Pipe> compiled = wgs == 2 ? std::vector<Pipe>(std::begin(kWidePipes), std::end(kWidePipes))
+                                              : std::vector<Pipe>(std::begin(kPipeChoices), std::end(kPipeChoices));
+  if (std::none_of(compiled.begin(), compiled.end(),
+                   [&](const Pipe& c) { return c.stages == t.stages && c.producers == t.producers; })) {
     std::string pipes;
-    for (const Pipe& c : wgs == 2 ? std::vector<Pipe>(std::begin(kWidePipes), std::end(kWidePipes))
-                                  : std::vector<Pipe>(std::begin(kPipeChoices), std::end(kPipeChoices)))
-      pipes += " x" + std::to_string(c.stages) + "p" + std::to_string(c.producers);
+    for (const Pipe& c : compiled) pipes += " x" + std::to_string(c.stages) + "p" + std::to_string(c.producers);
     return reject(t, "(stages, producers) = (" + std::to_string(t.stages) + ", " + std::to_string(t.producers) +
                          ") is not instantiated" + (wgs == 2 ? " with h32" : "") + "; compiled:" + pipes);
   }
@@ -87,13 +85,9 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
                          std::to_string(kStageRows) + " rows x " + std::to_string(kKvPitch * 2) +
                          " B + Q + P + slots) exceeds the " + format_kb(size_t(dev.smem_per_block_optin)) +
                          " per-block limit of " + dev.describe());
-  const int threads = kConsumerThreads * wgs + 32 * t.producers;
-  const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (threads * kCtasPerSm));
-  const int regs = registers_needed(t, dev);
-  if (reg_cap < regs)
-    return reject(t, std::to_string(threads) + " threads leave " + std::to_string(reg_cap) +
-                         " registers per thread; the kernel needs " + std::to_string(regs));
-  return Status::ok();
+  const std::string short_of =
+      kernels::register_shortfall(dev, kConsumerThreads * wgs + 32 * t.producers, kCtasPerSm, registers_needed(t, dev));
+  return short_of.empty() ? Status::ok() : reject(t, short_of);
 }
 
 class V2Fused final : public DsaKernel {

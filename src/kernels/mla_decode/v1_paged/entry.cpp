@@ -12,6 +12,7 @@
 
 #include "base/cuda_status.h"
 #include "base/format.h"
+#include "kernels/common/resources.h"
 #include "kernels/mla_decode/v1_paged/launch.h"
 #include "kernels/mla_decode/v1_paged/traits.h"
 
@@ -70,13 +71,9 @@ Status check_tiling(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& 
   if (smem > size_t(dev.smem_per_block_optin))
     return reject(t, "shared-memory plan " + format_kb(smem) + " exceeds the " +
                          format_kb(size_t(dev.smem_per_block_optin)) + " per-block limit of " + dev.describe());
-  const int threads = kConsumerThreads + 32 * t.producers;
-  const int reg_cap = std::min(dev.regs_per_thread_max, dev.regs_per_sm / (threads * kCtasPerSm));
-  const int regs = registers_needed(t, dev);
-  if (reg_cap < regs)
-    return reject(t, std::to_string(threads) + " threads leave " + std::to_string(reg_cap) +
-                         " registers per thread; the kernel needs " + std::to_string(regs));
-  return Status::ok();
+  const std::string short_of = kernels::register_shortfall(dev, kConsumerThreads + 32 * t.producers, kCtasPerSm,
+                                                           registers_needed(t, dev));
+  return short_of.empty() ? Status::ok() : reject(t, short_of);
 }
 
 // kWork = kAttention: mla_decode.v1_paged.bf16; kStreamOnly: the op's gather floor,
