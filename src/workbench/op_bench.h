@@ -167,6 +167,8 @@ std::string suite_names_of_all_ops();
 std::vector<const ShapeOption*> flavour_options(const OpBench& op);
 // The value of an option that adds nothing: its first choice, or an integer's fallback.
 std::string plain_flavour(const ShapeOption& option);
+// Whether `value` can be an integer flavour option's value: 1 to 9 decimal digits.
+bool is_whole_number(const std::string& value);
 // The part of a suite name that `value` adds: "" for the plain value, else "-<prefix><value>".
 std::string flavour_suffix(const ShapeOption& option, const std::string& value);
 // `suite` without its flavour parts; `values` (when not null) gets the value of each part found.

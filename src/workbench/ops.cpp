@@ -63,11 +63,11 @@ std::string flavour_suffix(const ShapeOption& option, const std::string& value) 
   return part;
 }
 
-namespace {
-
-bool is_digits(const std::string& v) {
-  return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+bool is_whole_number(const std::string& v) {
+  return !v.empty() && v.size() < 10 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
+
+namespace {
 
 // Strips `option`'s part from the end of `name`, setting `value`; false when there is none.
 bool strip_flavour(const ShapeOption& option, std::string* name, std::string* value) {
@@ -77,7 +77,7 @@ bool strip_flavour(const ShapeOption& option, std::string* name, std::string* va
   if (part.compare(0, option.flavour_prefix.size(), option.flavour_prefix) != 0) return false;
   const std::string v = part.substr(option.flavour_prefix.size());
   const bool known = option.choices.empty()
-                         ? is_digits(v)
+                         ? is_whole_number(v)
                          : std::find(option.choices.begin() + 1, option.choices.end(), v) != option.choices.end();
   if (!known) return false;
   *value = v;

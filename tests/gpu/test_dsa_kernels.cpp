@@ -13,6 +13,7 @@
 #include <string>
 
 #include "mlakit/device.h"
+#include "mlakit/dsa.h"
 #include "runtime/planner.h"
 #include "runtime/registry.h"
 #include "workbench/op_bench.h"
@@ -174,7 +175,10 @@ TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
         const std::string how = tiling;
         if (fp8 && (how.find("w1") != std::string::npos || how.find("h32") != std::string::npos))
           continue;  // mma.sync, 16 heads per CTA only
-        const std::string name = fp8 ? std::string(tiling).substr(0, 7) + "m1p2g1" : tiling;
+        DsaTiling parsed;
+        ASSERT_TRUE(DsaTiling::parse(tiling, &parsed).is_ok()) << tiling;
+        if (fp8) parsed.gather = 1;  // one bulk copy per 656-byte row: v2_fp8's only gather
+        const std::string name = parsed.name();
         const std::string suite = "dsa-edge-h" + std::to_string(heads) + (fp8 ? "-fp8" : "");
         SCOPED_TRACE(suite + " " + name);
         int checked = 0;

@@ -1,6 +1,5 @@
 #include "common.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <utility>
 #include <vector>
@@ -80,10 +79,6 @@ bool has_suite(const OpBench& op, const std::string& suite) {
   return false;
 }
 
-bool is_count(const std::string& v) {
-  return !v.empty() && v.size() < 10 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 }  // namespace
 
 bool pick_suite_flavour(Args& args, const OpBench& op, const std::map<std::string, std::string>& values,
@@ -101,7 +96,7 @@ bool pick_suite_flavour(Args& args, const OpBench& op, const std::map<std::strin
       args.error("--" + name + " " + value + ": a trace's workloads keep the format they are read in; give --suite");
       return false;
     }
-    if (option->choices.empty() && !is_count(value)) {
+    if (option->choices.empty() && !is_whole_number(value)) {
       args.error("--" + name + ": expected a whole number, got '" + value + "'");
       return false;
     }
