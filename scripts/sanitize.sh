@@ -63,6 +63,12 @@ shapes=(
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 64 --tiling s4n32x4m1p2h32"
   "$V2 --t 1 --topk 1024 --num-pages 64 --heads 32 --tiling s1n64x4m1h32"
   "$V2 --t 2 --topk 256 --num-pages 64 --valid 0 --heads 128 --tiling s2n64x4m1p2h32"
+  # 64 heads per CTA (wgmma, heads = M): split and merged with one-stage tiles, one CTA walking
+  # many stages (every ring buffer refilled), empty rows, two head groups per split
+  "$V2 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 64 --tiling s4n32x4m1p4g2w1h64"
+  "$V2 --t 1 --topk 1024 --num-pages 64 --heads 64 --tiling s1n64x4m1p4g2w1h64"
+  "$V2 --t 2 --topk 256 --num-pages 64 --valid 0 --heads 128 --tiling s2n64x4m1p4g2w1h64"
+  "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --heads 128 --tiling s2n32x4m1p4g2w1h64"
   # the gather floor (nothing to check: one timed call): ring and register kernels
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2"
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1g3"

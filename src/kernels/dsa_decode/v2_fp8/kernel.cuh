@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
   if (!kDecode || rs.splits == 1) return;
   uint32_t* counters = p.counters + 2 * hb;
   dsa_v2::wait_for_row(&counters[0], rs.splits);
-  dsa_v2::merge_splits(p, hb, split, rs.splits);
+  dsa_v2::merge_splits(p, hb, split, rs.splits, blockDim.x);
   dsa_v2::leave_row(counters, rs.splits);
 }
 

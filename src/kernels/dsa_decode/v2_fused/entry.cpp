@@ -1,8 +1,9 @@
 // Registry entry of dsa_decode.v2_fused.bf16: search space, default tiling, validation against
 // problem and device, --explain, and the launch. Tiling fields (DsaTiling): num_splits = CTAs per
 // row (the grid's x), block_n = least slots per split, stages = 32-row ring stages, m = 1 (the
-// merge is in the kernel), p = producer warps, g = gather, w = MMA path. Sizes come from
-// traits.h; the register need from the compiled kernel when a GPU is present (launch.h).
+// merge is in the kernel), p = producer warps, g = gather, w = MMA path, h = heads per CTA (16,
+// 32, or 64: its own kernel, h64.cuh). Sizes come from traits.h and h64_traits.h; the register
+// need from the compiled kernel when a GPU is present (launch.h).
 #include "kernels/dsa_decode/v2_fused/entry.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "base/format.h"
 #include "kernels/common/resources.h"
 #include "kernels/dsa_decode/common/ring_plan.h"
+#include "kernels/dsa_decode/v2_fused/h64_traits.h"
 #include "kernels/dsa_decode/v2_fused/launch.h"
 #include "kernels/dsa_decode/v2_fused/traits.h"
 
@@ -23,6 +25,8 @@ namespace mlakit::dsa_v2 {
 namespace {
 
 constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
+// The only compiled h64 instance's pipe: four 32-slot stages, a producer warpgroup.
+constexpr Pipe kH64Pipe{h64::kStages, h64::kProducers};
 
 // Consumer warpgroups per CTA: one per 16 heads of the tiling's h.
 int wgs_of(const DsaTiling& t) { return t.cta_heads / kHeads; }
@@ -36,10 +40,15 @@ Instance instance_of(const DsaTiling& t) {
 int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
   const Mma mma = Mma(t.mma);
   const int wgs = wgs_of(t);
-  if (!dev.live) return documented_registers(mma, wgs, t.producers);
-  static std::array<std::atomic<int>, std::size(kPipeChoices) * 3 * 2 + std::size(kWidePipes)> known{};
+  const auto documented = [&] {
+    return wgs == kH64Blocks ? h64::kDocumentedRegisters : documented_registers(mma, wgs, t.producers);
+  };
+  if (!dev.live) return documented();
+  static std::array<std::atomic<int>, std::size(kPipeChoices) * 3 * 2 + std::size(kWidePipes) + 1> known{};
   size_t slot = 0;
-  if (wgs == 2) {
+  if (wgs == kH64Blocks) {
+    slot = known.size() - 1;
+  } else if (wgs == 2) {
     while (kWidePipes[slot].stages != t.stages || kWidePipes[slot].producers != t.producers) ++slot;
     slot += std::size(kPipeChoices) * 3 * 2;
   } else {
@@ -50,7 +59,7 @@ int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
   cudaFuncAttributes attr;
   if (kernel_attributes(instance_of(t), &attr) != cudaSuccess || attr.numRegs <= 0) {
     cudaGetLastError();  // no image for this device: not sticky, and the documented need holds
-    return documented_registers(mma, wgs, t.producers);
+    return documented();
   }
   known[slot].store(attr.numRegs, std::memory_order_relaxed);
   return attr.numRegs;
@@ -65,9 +74,19 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
                          std::to_string(t.gather));
   if (t.mma != int(Mma::kSync) && t.mma != int(Mma::kWgmma))
     return reject(t, "w (MMA path) must be 0 (mma.sync) or 1 (wgmma); got " + std::to_string(t.mma));
-  if (t.cta_heads != 16 && t.cta_heads != 32)
-    return reject(t, "h (heads per CTA) must be 16 or 32; got " + std::to_string(t.cta_heads));
+  if (t.cta_heads != 16 && t.cta_heads != 32 && t.cta_heads != h64::kCtaHeads)
+    return reject(t, "h (heads per CTA) must be 16, 32 or 64; got " + std::to_string(t.cta_heads));
   const int wgs = wgs_of(t);
+  if (wgs == kH64Blocks) {
+    if (!is_h64(instance_of(t)))
+      return reject(t, "h64 (64 heads per CTA, wgmma) is compiled with x4p4, g2 (cp.async) and w1 (wgmma) only");
+    if (h64::kSmemBytes > size_t(dev.smem_per_block_optin))
+      return reject(t, "shared-memory plan " + format_kb(h64::kSmemBytes) +
+                           " (Q 72 KB + P 8 KB + 4 stages x 36 KB) exceeds the " +
+                           format_kb(size_t(dev.smem_per_block_optin)) + " per-block limit of " + dev.describe());
+    const std::string short_of = kernels::register_shortfall(dev, h64::kThreads, kCtasPerSm, registers_needed(t, dev));
+    return short_of.empty() ? Status::ok() : reject(t, short_of);
+  }
   if (wgs == 2 && (t.gather != int(Gather::kHybrid) || t.mma != int(Mma::kSync)))
     return reject(t, "h32 (two consumer warpgroups) is compiled with g0 (hybrid gather) and w0 (mma.sync) only");
   const std::vector<Pipe> compiled = wgs == 2 ? std::vector<Pipe>(std::begin(kWidePipes), std::end(kWidePipes))
@@ -90,6 +109,12 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
   return short_of.empty() ? Status::ok() : reject(t, short_of);
 }
 
+// The h64 kernel's workspace: v2_fused's, then every CTA's compacted slots.
+h64::Layout h64_layout(const DsaProblem& p, const DsaTiling& t) {
+  return h64::workspace_layout(dsa_ring::head_blocks(p), t.num_splits, p.num_tokens,
+                               t.num_splits * dsa_ring::head_groups(p, t.cta_heads), p.topk);
+}
+
 class V2Fused final : public DsaKernel {
  public:
   const KernelInfo& info() const override {
@@ -104,7 +129,8 @@ class V2Fused final : public DsaKernel {
   // The tuner's choices: splits, least rows per split, every compiled pipe, the two bulk gathers,
   // mma.sync (cp.async and wgmma lost everywhere they were measured: the devlog's steps 2 and 6;
   // they stay reachable with --tiling).
-  // With 32 heads or more, also two consumer warpgroups per CTA (h32) over its compiled pipes.
+  // With 32 heads or more, also two consumer warpgroups per CTA (h32) over its compiled pipes; with
+  // 64 or more, also the wgmma kernel of 64 heads per CTA (h64).
   std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
     std::vector<DsaTiling> out = dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid), int(Gather::kBulk)});
     if (p.num_heads % 32 != 0) return out;
@@ -113,12 +139,25 @@ class V2Fused final : public DsaKernel {
       t.cta_heads = 32;
       out.push_back(t);
     }
+    if (p.num_heads % h64::kCtaHeads != 0) return out;
+    for (DsaTiling t : dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kCpAsync)}, {kH64Pipe})) {
+      t.mma = int(Mma::kWgmma);
+      t.cta_heads = h64::kCtaHeads;
+      out.push_back(t);
+    }
     return out;
   }
 
-  // 32 heads or more: two consumer warpgroups per CTA on each gathered tile (h32), 0.66-0.72 x the
-  // time of one per 16 heads at T = 128 (the devlog's "More heads").
+  // 32 heads: two consumer warpgroups per CTA on each gathered tile (h32), 0.66-0.72 x the time of
+  // one per 16 heads at T = 128 (the devlog's "More heads"). 64 heads or more: the wgmma kernel of
+  // 64 heads per CTA (h64; the devlog's step 10).
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
+    if (p.num_heads % h64::kCtaHeads == 0) {
+      DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, dsa_ring::head_groups(p, h64::kCtaHeads)),
+                  kDefaultMinRows, kH64Pipe.stages, 1, kH64Pipe.producers, int(Gather::kCpAsync), int(Mma::kWgmma)};
+      t.cta_heads = h64::kCtaHeads;
+      return t;
+    }
     const int cta_heads = p.num_heads % 32 == 0 ? 32 : kHeads;
     DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, dsa_ring::head_groups(p, cta_heads)), kDefaultMinRows,
                 kDefaultPipe.stages, 1, kDefaultPipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
@@ -138,10 +177,12 @@ class V2Fused final : public DsaKernel {
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
+    if (t.cta_heads == h64::kCtaHeads) return h64_layout(p, t).bytes;
     return workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes;
   }
 
   std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
+    const bool wide = t.cta_heads == h64::kCtaHeads;
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s%s), %d consumer + %d producer "
@@ -149,9 +190,16 @@ class V2Fused final : public DsaKernel {
                   info().key.c_str(), t.name().c_str(), t.num_splits * dsa_ring::head_groups(p, t.cta_heads),
                   p.num_tokens, dsa_ring::heads_note(p, t.cta_heads).c_str(),
                   t.num_splits > 1 ? ", cooperative: split rows merge in-kernel" : "", kConsumerWarps * wgs_of(t),
-                  t.producers, format_kb(smem_bytes(t.stages, wgs_of(t))).c_str(), t.stages, kStageRows,
-                  t.gather == 0 ? "bulk ckv + cp.async kpe" : t.gather == 1 ? "bulk" : "cp.async",
-                  t.mma == 0 ? "mma.sync m16n8k16" : "wgmma m64n16k16", format_kb(workspace_bytes(p, t)).c_str());
+                  t.producers, format_kb(wide ? h64::kSmemBytes : smem_bytes(t.stages, wgs_of(t))).c_str(), t.stages,
+                  kStageRows,
+                  t.gather == 0 ? "bulk ckv + cp.async kpe"
+                  : t.gather == 1 ? "bulk"
+                  : wide          ? "cp.async into the 128-byte swizzle"
+                                  : "cp.async",
+                  t.mma == 0 ? "mma.sync m16n8k16"
+                  : wide     ? "wgmma m64n32k16 (S) + m64n256k16 (O), 64 heads = M"
+                             : "wgmma m64n16k16",
+                  format_kb(workspace_bytes(p, t)).c_str());
     return buf;
   }
 
@@ -160,8 +208,10 @@ class V2Fused final : public DsaKernel {
     Params a = dsa_ring::ring_params<Params>(p, t, x);
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     a.head_groups = dsa_ring::head_groups(p, t.cta_heads);
-    const WorkspaceLayout w = workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
+    const bool wide = t.cta_heads == h64::kCtaHeads;
+    const WorkspaceLayout w = wide ? h64_layout(p, t).base : workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
     auto* base = static_cast<char*>(workspace);
+    if (wide) a.slots = reinterpret_cast<int32_t*>(base + h64_layout(p, t).slots);
     if (w.bytes > 0) {
       a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
       a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);

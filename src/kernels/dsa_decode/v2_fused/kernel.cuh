@@ -140,16 +140,21 @@ __device__ void store_partial_staged(const Params& p, Smem& s, const Part& part,
   if (threadIdx.x < kHeads) p.part_ml[row0 + threadIdx.x] = make_float2(part.head_m[threadIdx.x], part.head_l[threadIdx.x]);
 }
 
-// Every CTA of the row has published its partial once this returns (all threads call it).
-__device__ inline void wait_for_row(uint32_t* arrivals, int splits) {
-  __syncthreads();
+// Every CTA of the row has published its partial once this returns. The threads that wrote the
+// partials call it (thread 0 among them); `sync` is their barrier (all threads by default).
+template <class Sync>
+__device__ void wait_for_row(uint32_t* arrivals, int splits, Sync&& sync) {
+  sync();
   if (threadIdx.x == 0) {
     __threadfence();
     atomicAdd(arrivals, 1u);
     while (ld_acquire_gpu(arrivals) < uint32_t(splits)) __nanosleep(32);
     __threadfence();
   }
-  __syncthreads();
+  sync();
+}
+__device__ inline void wait_for_row(uint32_t* arrivals, int splits) {
+  wait_for_row(arrivals, splits, [] { __syncthreads(); });
 }
 
 // The last CTA of the row to leave resets both counters (every other one is past its wait).
@@ -168,12 +173,13 @@ __device__ inline void leave_row(uint32_t* counters, int splits) {
 // O = sum_j 2^(m_j - M) O_j / sum_j 2^(m_j - M) l_j rescaled whenever M grows. Every thread of a
 // head sees the same splits in the same order: the result is deterministic.
 constexpr int kMergeBatch = 8;
-__device__ inline void merge_splits(const Params& p, int hb, int split, int splits) {
+// Threads [0, threads) take part.
+__device__ inline void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
   constexpr int kChunks = kHeads * kDimV / 8;
   const float2* ml = p.part_ml + int64_t(hb) * p.max_splits * kHeads;
   const float* part = p.part_o + int64_t(hb) * p.max_splits * kHeads * kDimV;
   const int end = (split + 1) * kChunks / splits;
-  for (int c = split * kChunks / splits + threadIdx.x; c < end; c += blockDim.x) {
+  for (int c = split * kChunks / splits + threadIdx.x; c < end; c += threads) {
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
     float acc[8] = {}, m_run = -INFINITY, l_run = 0.f;
     for (int j0 = 0; j0 < splits; j0 += kMergeBatch) {
@@ -269,7 +275,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   if (rs.splits == 1) return;
   uint32_t* counters = p.counters + 2 * block;
   wait_for_row(&counters[0], rs.splits);
-  for (int w = 0; w < Wgs; ++w) merge_splits(p, block * Wgs + w, split, rs.splits);
+  for (int w = 0; w < Wgs; ++w) merge_splits(p, block * Wgs + w, split, rs.splits, blockDim.x);
   leave_row(counters, rs.splits);
 }
 

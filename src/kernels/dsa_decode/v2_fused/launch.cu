@@ -56,6 +56,7 @@ cudaError_t with_instance(const Instance& in, F&& f) {
 }  // namespace
 
 cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream) {
+  if (instance.wgs == kH64Blocks) return is_h64(instance) ? launch_h64(params, stream) : cudaErrorInvalidValue;
   return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers, int Wgs>() {
     return launch_one<G, M, Stages, Producers, Wgs>(params, stream);
   });
@@ -63,6 +64,7 @@ cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream)
 
 cudaError_t kernel_attributes(Instance instance, cudaFuncAttributes* attr) {
   *attr = {};
+  if (instance.wgs == kH64Blocks) return is_h64(instance) ? kernel_attributes_h64(attr) : cudaErrorInvalidValue;
   return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers, int Wgs>() {
     return cudaFuncGetAttributes(attr, dsa_v2_kernel<G, M, Stages, Producers, Wgs>);
   });

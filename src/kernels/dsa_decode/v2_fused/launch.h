@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/dsa_decode/common/row_ring.h"
+#include "kernels/dsa_decode/v2_fused/h64_traits.h"
 #include "kernels/dsa_decode/v2_fused/traits.h"
 
 namespace mlakit::dsa_v2 {
@@ -18,11 +19,24 @@ struct Instance {
   int wgs = 1;
 };
 
+// The `wgs` (blocks of 16 heads per CTA) that marks the 64-heads-per-CTA kernel (h64.cuh), whose
+// only instance is Instance{{4, 4}, kCpAsync, kWgmma, 4}.
+constexpr int kH64Blocks = h64::kCtaHeads / kHeads;
+constexpr bool is_h64(const Instance& in) {
+  return in.wgs == kH64Blocks && in.pipe.stages == h64::kStages && in.pipe.producers == h64::kProducers &&
+         in.gather == Gather::kCpAsync && in.mma == Mma::kWgmma;
+}
+
 // One launch: grid (max_splits x head_groups, T), cooperative when a row may be split (its CTAs wait for each
 // other). cudaErrorInvalidValue for an instance that is not compiled.
 cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream);
 
 // Registers and local memory of an instance's kernel (for validation and --explain).
 cudaError_t kernel_attributes(Instance instance, cudaFuncAttributes* attr);
+
+// The h64 kernel's launch and attributes (launch_h64.cu); launch() and kernel_attributes() route
+// an h64 instance here.
+cudaError_t launch_h64(const Params& params, cudaStream_t stream);
+cudaError_t kernel_attributes_h64(cudaFuncAttributes* attr);
 
 }  // namespace mlakit::dsa_v2

@@ -65,6 +65,7 @@ struct Params {
   float* part_o;         // [T x H / 16, max_splits, 16, 512] unnormalised partial outputs
   float2* part_ml;       // [T x H / 16, max_splits, 16] (running max in the log2 domain, sum of 2^(x - m))
   uint32_t* counters;    // [T x head_groups, 2] arrivals and departures of the group's CTAs; zero between calls
+  int32_t* slots;        // h64 only: [T x gridDim.x, topk] each CTA's compacted slots
 };
 
 // The tensor-core (wgmma) path keeps its B operands, Q^T and P^T, in 128-byte-swizzled blocks of

@@ -1,0 +1,78 @@
+// v2_fused with 64 heads per CTA (tiling field h64): constants, the shared-memory plan and the
+// workspace additions. Host-safe (plain C++), like traits.h.
+//
+// Two consumer warpgroups run Hopper's wgmma with the 64 heads as M (Q as the A operand, the
+// gathered tile as B), so the tile must sit in wgmma's canonical 128-byte-swizzled layout: a
+// stage holds 9 blocks of 64 dims (8 of ckv, 1 of kpe), each 32 slots x 128 bytes, 16-byte chunk
+// c of slot r at (c ^ r % 8). The same bytes are the K-major B of S = Q K^T (slots = N) and the
+// MN-major B of O = P V (dims = N). Devlog: docs/kernels/dsa_decode_v2_fused.md, step 10.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dsa_decode/v2_fused/traits.h"
+
+namespace mlakit::dsa_v2::h64 {
+
+constexpr int kCtaHeads = 64;                  // the M of every wgmma
+constexpr int kWgs = 2;                        // consumer warpgroups: slot halves of S, dim halves of O
+constexpr int kStages = 4;                     // 32-slot stages: two 64-slot tiles in the ring
+constexpr int kProducers = 4;                  // producer warps (16-byte cp.async into the swizzle)
+constexpr int kThreads = kWgs * kConsumerThreads + kProducers * 32;  // 384
+// Registers per thread after the roles split (setmaxnreg): the producer warpgroup gives up what
+// the consumers' 64 x 256 fp32 accumulators need. 128 x 56 + 256 x 224 <= 65536.
+constexpr int kProducerRegs = 56;
+constexpr int kConsumerRegs = 224;
+static_assert(kProducers == 4, "the producers are one warpgroup (setmaxnreg works per warpgroup)");
+static_assert(kProducers * 32 * kProducerRegs + kWgs * kConsumerThreads * kConsumerRegs <= 65536,
+              "the register file holds both roles");
+constexpr int kBlocks = kDimK / 64;            // 9 swizzled 64-dim blocks per row (8 ckv + 1 kpe)
+constexpr int kBlockBytes = kStageRows * 128;  // 4 KB: one block of a stage
+constexpr int kStageBytes = kBlocks * kBlockBytes;         // 36 KB
+constexpr int kQBlockBytes = kCtaHeads * 128;              // 8 KB: one block of Q
+constexpr int kQBytes = kBlocks * kQBlockBytes;            // 72 KB
+constexpr int kPBytes = kCtaHeads * 128;                   // 8 KB: P of a 64-slot tile, bf16
+constexpr int kDimsPerWg = kDimV / kWgs;                   // 256: the N of each PV wgmma
+constexpr int kSlotWarps = kThreads / 32;                  // warp counts of the row compaction
+
+static_assert(kStageRows * kWgs == kTileRows, "each consumer warpgroup computes S of one stage");
+static_assert(kThreads * kIdxPerThread >= 2560, "one CTA compacts a whole index row");
+
+// Shared memory: the 1024-byte-aligned operands first (Q, P, the ring), the small state after
+// them; the plan is placed at the first 1024-byte boundary of the dynamic shared memory.
+struct SmemPlan {
+  uint8_t q[kQBytes];                     // Q: 9 blocks of 64 heads x 128 B (A of S = Q K^T)
+  uint8_t p[kPBytes];                     // P of the tile, 64 heads x 64 slots (A of O = P V)
+  uint8_t ring[kStages][kStageBytes];     // the gathered tiles
+  uint64_t full[kStages];                 // the stage's rows arrived (producer lanes' cp.async)
+  uint64_t empty[kStages];                // both consumer warpgroups are done with the stage
+  uint64_t q_full;                        // Q arrived
+  int32_t warp_count[kSlotWarps];         // compaction scratch
+  float red_max[kWgs][kCtaHeads];         // each warpgroup's tile maxima per head
+  float red_sum[kWgs][kCtaHeads];         // each warpgroup's sums per head, at the end
+};
+constexpr size_t kAlign = 1024;           // the swizzle atom: operand blocks start on it
+constexpr size_t kSmemBytes = sizeof(SmemPlan) + kAlign;  // with room to align the base
+static_assert(kQBytes % kAlign == 0 && kPBytes % kAlign == 0 && kStageBytes % kAlign == 0,
+              "every operand block starts on a swizzle atom");
+
+// The register need ptxas reports (sm_90a, nvcc 13.0) before the roles split, for the validator
+// without a GPU: 65536 / 384 threads.
+constexpr int kDocumentedRegisters = 168;
+
+// Workspace: v2_fused's (counters, partials), then each CTA's compacted slots (no room for them
+// in shared memory next to Q and four stages): T x CTAs per token x topk int32.
+struct Layout {
+  WorkspaceLayout base;
+  size_t slots = 0, bytes = 0;
+};
+inline Layout workspace_layout(int head_blocks, int max_splits, int num_tokens, int ctas_per_token, int topk) {
+  Layout w;
+  w.base = dsa_v2::workspace_layout(head_blocks, max_splits);
+  w.slots = w.base.bytes > 0 ? (w.base.bytes + 255) / 256 * 256 : dsa_workspace::kCounterBytes;
+  w.bytes = w.slots + size_t(num_tokens) * ctas_per_token * topk * sizeof(int32_t);
+  return w;
+}
+
+}  // namespace mlakit::dsa_v2::h64
