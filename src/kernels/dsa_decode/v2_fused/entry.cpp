@@ -27,6 +27,8 @@ namespace {
 constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
 // The only compiled h64 instance's pipe: four 32-slot stages, a producer warpgroup.
 constexpr Pipe kH64Pipe{h64::kStages, h64::kProducers};
+// The default takes h64 from this many T x heads (64 heads from T = 32, 128 from T = 16).
+constexpr int kH64MinTokenHeads = 2048;
 
 // Consumer warpgroups per CTA: one per 16 heads of the tiling's h.
 int wgs_of(const DsaTiling& t) { return t.cta_heads / kHeads; }
@@ -148,11 +150,13 @@ class V2Fused final : public DsaKernel {
     return out;
   }
 
-  // 32 heads: two consumer warpgroups per CTA on each gathered tile (h32), 0.66-0.72 x the time of
-  // one per 16 heads at T = 128 (the devlog's "More heads"). 64 heads or more: the wgmma kernel of
-  // 64 heads per CTA (h64; the devlog's step 10).
+  // 32 heads, and 64 or 128 heads at small batches: two consumer warpgroups per CTA on each
+  // gathered tile (h32), 0.66-0.72 x the time of one per 16 heads at T = 128 (the devlog's "More
+  // heads"). From T x H >= 2048 at 64 or 128 heads: the wgmma kernel of 64 heads per CTA (h64),
+  // 0.77-0.83 x h32's time there; below it h32 was faster (the contest shapes, 64 heads at T = 16:
+  // the devlog's step 10).
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    if (p.num_heads % h64::kCtaHeads == 0) {
+    if (p.num_heads % h64::kCtaHeads == 0 && p.num_tokens * p.num_heads >= kH64MinTokenHeads) {
       DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, dsa_ring::head_groups(p, h64::kCtaHeads)),
                   kDefaultMinRows, kH64Pipe.stages, 1, kH64Pipe.producers, int(Gather::kCpAsync), int(Mma::kWgmma)};
       t.cta_heads = h64::kCtaHeads;
