@@ -212,10 +212,13 @@ class V2Fused final : public DsaKernel {
     Params a = dsa_ring::ring_params<Params>(p, t, x);
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     a.head_groups = dsa_ring::head_groups(p, t.cta_heads);
-    const bool wide = t.cta_heads == h64::kCtaHeads;
-    const WorkspaceLayout w = wide ? h64_layout(p, t).base : workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
     auto* base = static_cast<char*>(workspace);
-    if (wide) a.slots = reinterpret_cast<int32_t*>(base + h64_layout(p, t).slots);
+    WorkspaceLayout w = workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
+    if (t.cta_heads == h64::kCtaHeads) {
+      const h64::Layout wide = h64_layout(p, t);
+      w = wide.base;
+      a.slots = reinterpret_cast<int32_t*>(base + wide.slots);
+    }
     if (w.bytes > 0) {
       a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
       a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);

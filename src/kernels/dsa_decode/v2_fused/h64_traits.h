@@ -37,7 +37,7 @@ constexpr int kDimsPerWg = kDimV / kWgs;                   // 256: the N of each
 constexpr int kSlotWarps = kThreads / 32;                  // warp counts of the row compaction
 
 static_assert(kStageRows * kWgs == kTileRows, "each consumer warpgroup computes S of one stage");
-static_assert(kThreads * kIdxPerThread >= 2560, "one CTA compacts a whole index row");
+static_assert(kThreads * kIdxPerThread >= kMaxTopk, "one CTA compacts a whole index row of the entry's limit");
 
 // Shared memory: the 1024-byte-aligned operands first (Q, P, the ring), the small state after
 // them; the plan is placed at the first 1024-byte boundary of the dynamic shared memory.

@@ -13,7 +13,6 @@ cudaError_t launch_h64(const Params& params, cudaStream_t stream) {
 }
 
 cudaError_t kernel_attributes_h64(cudaFuncAttributes* attr) {
-  *attr = {};
   return cudaFuncGetAttributes(attr, h64::dsa_v2_h64_kernel);
 }
 
