@@ -72,16 +72,16 @@ shapes=(
   # the gather floor (nothing to check: one timed call): ring and register kernels
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2"
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1g3"
-  # v2_fp8 (FP8 cache): split rows merged in-kernel, one CTA per row over many stages, empty
-  # rows, page size 1 with 5 raw stages, 4 producers; its floor
-  "$FP8 --kv fp8 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n32x4m1p2g1"
-  "$FP8 --kv fp8 --t 2 --topk 2048 --num-pages 128 --tiling s1n64x4m1p2g1"
-  "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --valid 0 --tiling s4n64x4m1p2g1"
-  "$FP8 --kv fp8 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n32x5m1g1"
+  # v2_fp8 (FP8 cache): split rows merged in-kernel, one CTA per row over many stages (8 and 4
+  # raw stages), empty rows, page size 1, 8 and 2 head groups; its floor
+  "$FP8 --kv fp8 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n32x8m1p4g1"
+  "$FP8 --kv fp8 --t 2 --topk 2048 --num-pages 128 --tiling s1n64x8m1p4g1"
+  "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --valid 0 --tiling s4n64x8m1p4g1"
+  "$FP8 --kv fp8 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n32x4m1p4g1"
   "$FP8 --kv fp8 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p4g1"
-  "$FP8 --kv fp8 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 128 --tiling s4n32x4m1p2g1"
-  "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --heads 32 --tiling s1n64x4m1p2g1"
-  "$FP8_FLOOR --kv fp8 --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2g1"
+  "$FP8 --kv fp8 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 128 --tiling s4n32x8m1p4g1"
+  "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --heads 32 --tiling s1n64x8m1p4g1"
+  "$FP8_FLOOR --kv fp8 --t 2 --topk 512 --num-pages 64 --tiling s2n32x8m1p4g1"
   # mla_decode v1_paged: requests split over few CTAs and merged; groups of causal s_q x head
   # blocks; more CTAs than units (page size 16, separate tensors, mixed lengths); one request cut
   # over 132 CTAs (several threads per merged chunk); every compiled pipe

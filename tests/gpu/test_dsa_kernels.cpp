@@ -161,6 +161,22 @@ TEST(DsaV2Tilings, EveryInstanceMatchesReference) {
       }
 }
 
+// Every compiled v2_fp8 ring pipe on the FP8 contest suite, split in two where a row is long
+// enough (the in-kernel merge) and with 16 splits (one-stage tiles); one fresh seed each.
+TEST(DsaFp8Tilings, EveryInstanceMatchesReference) {
+  const KernelEntry* kernel = find_kernel("dsa_decode.v2_fp8.fp8");
+  ASSERT_NE(kernel, nullptr);
+  REQUIRE_GPU_FOR(*kernel);
+  for (const char* pipe : {"x4m1p4", "x8m1p4"})
+    for (const char* splits : {"s2n32", "s16n32"}) {
+      const std::string name = std::string(splits) + pipe + "g1";
+      SCOPED_TRACE(name);
+      int checked = 0;
+      verify_suite(*kernel, "dsa-contest-fp8", &name, &checked, 1);
+      EXPECT_GT(checked, 0) << "no dsa-contest-fp8 workload accepts tiling " << name;
+    }
+}
+
 // More heads run as one CTA per 16, 32 (h32: two consumer warpgroups on each gathered tile) or 64
 // heads (h64: wgmma with the heads as M) and split: split rows merge per block of 16 heads, one CTA
 // per row writes directly, every MMA path takes its Q block from the head group's offset, and h64
@@ -181,7 +197,10 @@ TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
         if (wide && heads % 64 != 0) continue;  // h64 takes whole blocks of 64 heads
         DsaTiling parsed;
         ASSERT_TRUE(DsaTiling::parse(tiling, &parsed).is_ok()) << tiling;
-        if (fp8) parsed.gather = 1;  // one bulk copy per 656-byte row: v2_fp8's only gather
+        if (fp8) {  // one bulk copy per 656-byte row by a producer warpgroup: v2_fp8's only gather
+          parsed.gather = 1;
+          parsed.producers = 4;
+        }
         const std::string name = parsed.name();
         const std::string suite = "dsa-edge-h" + std::to_string(heads) + (fp8 ? "-fp8" : "");
         SCOPED_TRACE(suite + " " + name);

@@ -62,9 +62,9 @@ Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
   const size_t smem = smem_bytes(t.stages);
   if (smem > size_t(dev.smem_per_block_optin))
     return reject(t, "shared-memory plan " + format_kb(smem) + " (" + std::to_string(t.stages) +
-                         " raw stages + the bf16 tile + Q + P + slots) exceeds the " +
+                         " raw stages + Q + P + slots) exceeds the " +
                          format_kb(size_t(dev.smem_per_block_optin)) + " per-block limit of " + dev.describe());
-  const std::string short_of = kernels::register_shortfall(dev, kConsumerThreads + 32 * t.producers, kCtasPerSm,
+  const std::string short_of = kernels::register_shortfall(dev, kWgs * kConsumerThreads + 32 * t.producers, kCtasPerSm,
                                                            registers_needed(t, work, dev));
   return short_of.empty() ? Status::ok() : reject(t, short_of);
 }
@@ -79,7 +79,7 @@ class V2Fp8 final : public DsaKernel {
     static const KernelInfo decode{"dsa_decode.v2_fp8.fp8", "dsa_decode", "v2_fp8", "fp8", dsa_ring::head_counts(),
                                    /*rank=*/2,
                                    "v2_fused over the FP8 cache: one bulk copy per 656-byte row, consumers "
-                                   "dequantize each tile to bf16, mma.sync, in-kernel merge",
+                                   "read E4M3 bytes into MMA fragments (QK f16, PV bf16), in-kernel merge",
                                    ArchRequirement{9, 0, true}};
     static const KernelInfo floor{"dsa_decode.floor_fp8.fp8", "dsa_decode", "floor_fp8", "fp8", dsa_ring::head_counts(),
                                   /*rank=*/0,
@@ -113,14 +113,15 @@ class V2Fp8 final : public DsaKernel {
   std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s%s), %d consumer + %d producer warps, "
-                  "%s shared memory (%d raw stages of %d x 656-byte rows + a 64-row bf16 tile), one bulk copy "
+                  "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s%s), %d consumer warps (two warpgroups "
+                  "on alternate tiles of the same heads) + %d producer warps, "
+                  "%s shared memory (%d raw stages of %d x 656-byte rows), one bulk copy "
                   "per row, %s; workspace %s",
                   info().key.c_str(), t.name().c_str(), t.num_splits * groups(p), p.num_tokens,
                   work_ == Work::kDecode ? dsa_ring::heads_note(p).c_str() : "",
                   t.num_splits > 1 && work_ == Work::kDecode ? ", cooperative: split rows merge in-kernel" : "",
-                  kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
-                  work_ == Work::kDecode ? "dequantize to bf16 + mma.sync m16n8k16" : "no math (floor)",
+                  kWgs * kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
+                  work_ == Work::kDecode ? "E4M3 bytes into mma.sync m16n8k16 fragments" : "no math (floor)",
                   format_kb(workspace_bytes(p, t)).c_str());
     return buf;
   }

@@ -2,18 +2,22 @@
 //
 //   grid = (max_splits x head_groups, T) as v2_fused: CTA (s x head_groups + g, t) compacts index
 //   row t, takes split s of it and computes heads [16 g, 16 g + 16) (the floor: one group).
-//   warps 4..: producers. Each stage of 32 slots is 32 bulk copies of one whole 656-byte row (lane
-//   r: row r) into the raw ring, completion counted on the stage's full barrier.
-//   warps 0-3: consumers. Per 64-slot tile they dequantize the tile's two raw stages into one bf16
-//   tile in v2_fused's row layout (E4M3 x power-of-two scale is exact in bf16), give the raw
-//   stages back at once (the producers refill them during the math), and run v2_fused's mma.sync
-//   tile (consumer_mma.cuh: QK, online softmax, PV) on the bf16 tile. (Converter warps beside the
-//   consumers measured slower: the devlog's step 2.)
-//   Splits merge in the kernel exactly as v2_fused's (the same functions).
-//   Work::kStreamOnly is the gather floor: the same rows into the same ring, released on arrival,
-//   nothing computed or written.
-//   Shared memory (traits.h): barriers | Q / partial S 18.7 KB | Stages x 20.5 KB raw ring |
-//   bf16 tile 73 KB | P 2.3 KB | slots 10 KB.
+//   warps 8-11: producers, one warpgroup (setmaxnreg lowers it to 40 registers, the consumers
+//   rise to 232). Warp 8 loads Q first (a copy for each consumer warpgroup). Stage i is warp
+//   i % 4's: 32 bulk copies of one whole 656-byte row (lane r: row r) into the raw ring,
+//   completion counted on the stage's full barrier. The producers leave once their copies are
+//   issued.
+//   warps 0-7: consumers, two warpgroups on the same 16 heads, warpgroup v on tiles v, v + 2, ...
+//   Per 64-slot tile they read the E4M3 bytes of the tile's two raw stages straight into MMA
+//   fragments (QK in f16, PV in bf16; the scales outside the MMAs, below), run v2_fused's online
+//   softmax between the two, and give the stages back after PV. At the end warpgroup 1's
+//   (m, l, O) is folded into warpgroup 0's, which stores. (Earlier designs dequantized the tile
+//   into a bf16 copy in shared memory first, and one warpgroup did all tiles: the devlog's steps.)
+//   Splits merge in the kernel as v2_fused's (the same functions), by the 256 consumer threads.
+//   Work::kStreamOnly is the gather floor: the same rows into the same ring, released on arrival
+//   by warpgroup 0, nothing computed or written.
+//   Shared memory (traits.h): barriers | per consumer warpgroup: reductions, Q / partial S
+//   18.7 KB, P 2.3 KB | Stages x 20.5 KB raw ring | slots 10 KB.
 // Devlog: docs/kernels/dsa_decode_v2_fp8.md
 #pragma once
 
@@ -27,7 +31,12 @@ namespace mlakit::dsa_v2_fp8 {
 using namespace mlakit::kernels;
 using dsa_v2::consumer_sync;
 using dsa_v2::RowState;
-using dsa_v2::Tile;
+using dsa_v2::kDimsPerWarp;
+using dsa_v2::kOTiles;
+using dsa_v2::kPPitch;
+using dsa_v2::kSPitch;
+using dsa_v2::kSlotTiles;
+using dsa_v2::wg_warp;
 
 // Producer warp `pw`: stages pw, pw + Producers, ... of the CTA's `count` compacted slots.
 template <int Stages, int Producers, class Smem>
@@ -52,16 +61,31 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
 }
 static_assert(kStageRows == 32, "one row per producer lane");
 
-// Two E4M3 bytes (byte k and k + 1 of x, selected by `sel`) -> two bf16 bit patterns of value *
-// 2^-120: prmt puts byte b in the low byte of a 16-bit lane and its sign, replicated, in the high
-// byte; << 4 moves the exponent and mantissa bits to bf16's [4, 10] (the E4M3 exponent becomes the
-// low bits of the bf16 exponent, subnormals become bf16 subnormals) and a sign copy to bit 15; the
-// mask clears the other sign copies.
-template <uint32_t kSel>
-__device__ __forceinline__ uint32_t e4m3x2_raw(uint32_t x) {
-  uint32_t lanes;
-  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(lanes) : "r"(x), "n"(kSel));
-  return (lanes << 4) & 0x87f087f0u;
+// The consumers read the E4M3 bytes of the raw stages straight into MMA fragments: no bf16 copy
+// of the tile, no barrier between conversion and math. Warp w owns scale tile w (latent channels
+// [128 w, 128 w + 128): one scale per slot) for QK and output dims [128 w, 128 w + 128) for PV, so
+// every product it forms has one scale per slot, applied outside the MMA:
+//   QK: S = Q K^T over the tile's channels in f16 (an E4M3 pair -> f16x2 is one exact cvt; Q is
+//       f16 after a per-row power-of-two shift), then each column times its slot's scale and each
+//       row times 2^shift in fp32; then the rope channels [16 w, 16 w + 16) in bf16.
+//   PV: O += (P x scale of the slot) V in bf16 (P's bf16 times a power of two is exact; V's bytes
+//       are paired across two slots by one prmt and widened by the bit pattern: exact).
+// The contraction order inside an MMA is free, so each lane reads whole 32-bit words: QK's k16 step
+// k takes channels 16 k + 4 t .. + 3 of the lane's slot (k = 2t, 2t + 1 <- the word's low half,
+// 2t + 8, 2t + 9 <- its high half; Q's fragment is built to match), PV's n8 tile 4 q + r takes dim
+// 32 q + 4 n + r (the word of lane n holds dims 32 q + 4 n .. + 3), so a lane's accumulators hold
+// dims 32 q + 8 t .. + 7 and the store below writes them as one 16-byte run.
+
+constexpr int kLatentSteps = dsa_fp8::kTile / 16;  // 8 k16 steps of QK per warp
+static_assert(dsa_fp8::kNumScales == kConsumerWarps && kDimR == 16 * kConsumerWarps,
+              "warp w: scale tile w and one k16 step of the rope");
+static_assert(kDimsPerWarp == dsa_fp8::kTile && kOTiles == 16, "PV: warp w's dims are scale tile w");
+
+// Four E4M3 bytes -> two exact f16x2: bytes 0, 1 -> lo, bytes 2, 3 -> hi.
+__device__ __forceinline__ void e4m3x4_to_f16x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
+  asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.rn.f16x2.e4m3x2 %0, l;\n\tcvt.rn.f16x2.e4m3x2 %1, h;\n\t}"
+      : "=r"(lo), "=r"(hi)
+      : "r"(w));
 }
 
 __device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
@@ -70,69 +94,263 @@ __device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
   return d;
 }
 
-// Eight E4M3 bytes times `scale` (a power of two) -> eight bf16, exactly. `mult` is
-// 2^120 * scale as a bf16 pair when that is a bf16 (scale <= 2^7), else 0 (the two-step path).
-__device__ __forceinline__ uint4 dequantize8(uint2 q, uint32_t mult, float scale) {
-  uint32_t w[4] = {e4m3x2_raw<0x9180>(q.x), e4m3x2_raw<0xb3a2>(q.x), e4m3x2_raw<0x9180>(q.y),
-                   e4m3x2_raw<0xb3a2>(q.y)};
-  if (mult != 0) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) w[i] = mul_bf16x2(w[i], mult);
-  } else {  // |values| above 448 * 2^7: 2^120 * scale overflows bf16; two exact steps
-    const uint32_t m1 = pack_bf16x2(0x1p120f, 0x1p120f), m2 = pack_bf16x2(scale, scale);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) w[i] = mul_bf16x2(mul_bf16x2(w[i], m1), m2);
+// Byte R of a (low half) and byte R of b (high half) -> a bf16 pair of their E4M3 values, exactly:
+// prmt puts each byte in the low byte of a 16-bit lane with its sign replicated above, << 4 moves
+// exponent and mantissa to bf16's bits [4, 10] and a sign copy to bit 15, the mask clears the
+// rest; that pattern is value x 2^-120 (E4M3 subnormals land on bf16 subnormals), and one multiply
+// by 2^120 makes it the value. Every byte gives a finite number (0 times it stays 0).
+template <int R>
+__device__ __forceinline__ uint32_t e4m3_pair_to_bf16x2(uint32_t a, uint32_t b) {
+  constexpr uint32_t kSel = R | (8 + R) << 4 | (4 + R) << 8 | (12 + R) << 12;
+  constexpr uint32_t k2Pow120 = 0x7B807B80u;  // bf16 2^120, twice
+  uint32_t lanes;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(lanes) : "r"(a), "r"(b), "n"(kSel));
+  return mul_bf16x2((lanes << 4) & 0x87f087f0u, k2Pow120);
+}
+
+__device__ __forceinline__ void mma_f16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  cute::SM80_16x8x16_F32F16F16F32_TN::fma(d[0], d[1], d[2], d[3], a[0], a[1], a[2], a[3], b0, b1, d[0], d[1], d[2],
+                                           d[3]);
+}
+
+__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// setmaxnreg: the warpgroup's registers per thread from here on (raise or lower).
+template <int Regs, bool Raise>
+__device__ __forceinline__ void set_max_registers() {
+  if constexpr (Raise) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Regs));
+  else asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Regs));
+}
+
+// 2^e for e in [-126, 127].
+__device__ __forceinline__ float pow2(int e) { return __int_as_float((e + 127) << 23); }
+
+// A tile of raw rows: two ring stages, or one twice (its second half is masked, never multiplied).
+struct RawTile {
+  const uint8_t* stage[kTileStages];
+  int rows;  // valid rows, 1..64
+  __device__ const uint8_t* row(int slot) const {
+    return (slot < kStageRows ? stage[0] : stage[1]) + (slot % kStageRows) * kRawRowBytes;
   }
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
-__device__ __forceinline__ uint32_t one_step_multiplier(float scale) {
-  return scale <= 128.f ? pack_bf16x2(0x1p120f * scale, 0x1p120f * scale) : 0u;
-}
-
-// The consumer warpgroup dequantizes raw stage `raw` (`rows` valid rows) into `dst` (bf16 rows at
-// kKvPitch); rows >= rows become zeros (P = 0 times them must be 0, never NaN). Warp w converts
-// rows w, w + 4, ...: lane l the channels [8 l, 8 l + 8) and [256 + 8 l, ...), so every load and
-// store of the warp is one contiguous run. Unrolled and branch-free over the rows, so that the
-// loads of several rows are in flight together.
-__device__ __forceinline__ void dequantize_stage(const uint8_t* raw, int rows, uint16_t* dst) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-#pragma unroll
-  for (int k = 0; k < kStageRows / kConsumerWarps; ++k) {
-    const int r = warp + k * kConsumerWarps;
-    const uint8_t* row = raw + r * kRawRowBytes;  // read even past `rows`: in the ring, replaced below
-    const float4 sc = *reinterpret_cast<const float4*>(row + dsa_fp8::kScaleOffset);
-    const auto* q = reinterpret_cast<const uint2*>(row);
-    const uint2 qa = q[lane], qb = q[32 + lane];
-    const float sa = lane < 16 ? sc.x : sc.y, sb = lane < 16 ? sc.z : sc.w;
-    const bool valid = r < rows;
-    auto* out = reinterpret_cast<uint4*>(dst + r * kKvPitch);
-    out[lane] = valid ? dequantize8(qa, one_step_multiplier(sa), sa) : zero;
-    out[32 + lane] = valid ? dequantize8(qb, one_step_multiplier(sb), sb) : zero;
-    if (lane < kDimR / 8) out[64 + lane] = valid ? reinterpret_cast<const uint4*>(row + dsa_fp8::kRopeOffset)[lane] : zero;
+  __device__ float scale(int slot, int tile) const {
+    return reinterpret_cast<const float*>(row(slot) + dsa_fp8::kScaleOffset)[tile];
   }
-}
-static_assert(kDimV == 64 * 8 && dsa_fp8::kTile == 128, "lanes 0-15 / 16-31 of each half are one scale tile");
+};
 
-// The consumer warps' walk over the CTA's `count` slots: per tile of two raw stages, wait, convert
-// into s.tile, release the raw stages, then `body` on the bf16 tile.
-template <int Stages, class Smem, class Body>
-__device__ __forceinline__ void for_each_tile(Smem& s, int count, Body&& body) {
-  const int num_stages = (count + kStageRows - 1) / kStageRows;
-  for (int i = 0; i < num_stages; i += kTileStages) {
-    const bool two = i + 1 < num_stages;
-    consumer_sync();  // every warp is done with the previous tile's rows (its PV reads them)
+// This warp's Q operands, built once: its scale tile's 128 channels as f16 in the permuted order
+// above, each row shifted by a power of two that puts its largest value in [2^14, 2^15) (f16's
+// range; values 2^28 below the row's largest may lose bits, which cannot show in S), and the rope
+// channels [16 w, 16 w + 16) as bf16.
+struct QOperands {
+  uint32_t latent[kLatentSteps][4];
+  uint32_t rope[4];
+  float unshift[2];  // 2^shift of rows g and g + 8
+};
+
+__device__ __forceinline__ void load_q_operands(const uint16_t* sq, QOperands& q) {
+  const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
+  float v[2][kLatentSteps][4];
+  float amax[2] = {0.f, 0.f};
 #pragma unroll
-    for (int h = 0; h < kTileStages; ++h) {
-      if (h == 1 && !two) break;
-      const int b = (i + h) % Stages;
-      mbar_wait(&s.full[b], ((i + h) / Stages) & 1);
-      dequantize_stage(s.ring[b], min(kStageRows, count - (i + h) * kStageRows), s.tile[h]);
-      mbar_arrive(&s.empty[b]);
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int k = 0; k < kLatentSteps; ++k) {
+      const uint2 x = *reinterpret_cast<const uint2*>(sq + (g + 8 * r) * kKvPitch + w * dsa_fp8::kTile + 16 * k + 4 * t);
+      v[r][k][0] = __uint_as_float(x.x << 16);
+      v[r][k][1] = __uint_as_float(x.x & 0xffff0000u);
+      v[r][k][2] = __uint_as_float(x.y << 16);
+      v[r][k][3] = __uint_as_float(x.y & 0xffff0000u);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) amax[r] = fmaxf(amax[r], fabsf(v[r][k][i]));
     }
-    consumer_sync();  // the whole tile is converted
-    body(Tile{{s.tile[0], two ? s.tile[1] : s.tile[0]}, min(kTileRows, count - i * kStageRows)});
+  float down[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    amax[r] = quad_max(amax[r]);
+    const int exponent = int((__float_as_uint(amax[r]) >> 23) & 0xff) - 127;  // floor(log2), -127 for 0
+    const int shift = min(max(exponent - 14, -100), 113);
+    down[r] = pow2(-shift);
+    q.unshift[r] = pow2(shift);
+  }
+#pragma unroll
+  for (int k = 0; k < kLatentSteps; ++k) {
+    q.latent[k][0] = pack_f16x2(v[0][k][0] * down[0], v[0][k][1] * down[0]);  // row g, k = 2t, 2t + 1
+    q.latent[k][1] = pack_f16x2(v[1][k][0] * down[1], v[1][k][1] * down[1]);  // row g + 8
+    q.latent[k][2] = pack_f16x2(v[0][k][2] * down[0], v[0][k][3] * down[0]);  // row g, k = 2t + 8, 2t + 9
+    q.latent[k][3] = pack_f16x2(v[1][k][2] * down[1], v[1][k][3] * down[1]);
+  }
+  ldmatrix_x4(sq + (lane % 16) * kKvPitch + kDimV + 16 * w + (lane / 16) * 8, q.rope);
+}
+
+// Partial S[16 x 64] over this warp's channels (scale tile w and rope step w) -> s_part[w].
+__device__ __forceinline__ void qk_partial(float* s_part, const QOperands& q, const RawTile& tile) {
+  const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
+  float acc[kSlotTiles][4] = {};
+#pragma unroll
+  for (int j = 0; j < kSlotTiles; ++j) {
+    const auto* words = reinterpret_cast<const uint32_t*>(tile.row(j * 8 + g) + w * dsa_fp8::kTile) + t;
+#pragma unroll
+    for (int k = 0; k < kLatentSteps; ++k) {
+      uint32_t b0, b1;
+      e4m3x4_to_f16x2(words[4 * k], b0, b1);
+      mma_f16_16816(acc[j], q.latent[k], b0, b1);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kSlotTiles; ++j) {  // columns j * 8 + 2t, + 1 (rows past the tile: masked later)
+    const float s0 = tile.scale(j * 8 + 2 * t, w), s1 = tile.scale(j * 8 + 2 * t + 1, w);
+    acc[j][0] = acc[j][0] * s0 * q.unshift[0];
+    acc[j][1] = acc[j][1] * s1 * q.unshift[0];
+    acc[j][2] = acc[j][2] * s0 * q.unshift[1];
+    acc[j][3] = acc[j][3] * s1 * q.unshift[1];
+    uint32_t b0, b1;
+    ldmatrix_x2(tile.row(j * 8 + lane % 8) + dsa_fp8::kRopeOffset + 2 * (16 * w + ((lane / 8) % 2) * 8), b0, b1);
+    mma_bf16_16816(acc[j], q.rope, b0, b1);
+  }
+  float* out = s_part + w * kHeads * kSPitch;
+#pragma unroll
+  for (int j = 0; j < kSlotTiles; ++j) {
+    const int col = j * 8 + 2 * t;
+    *reinterpret_cast<float2*>(out + g * kSPitch + col) = make_float2(acc[j][0], acc[j][1]);
+    *reinterpret_cast<float2*>(out + (g + 8) * kSPitch + col) = make_float2(acc[j][2], acc[j][3]);
+  }
+}
+
+// O[16 x dims 128 w ..] = alpha * O + (P x scale) V over the tile's valid k16 steps.
+__device__ __forceinline__ void pv_mma(const uint16_t* sp, const RawTile& tile, const float (&alpha)[2],
+                                       float (&o)[kOTiles][4]) {
+  const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int j = 0; j < kOTiles; ++j) {
+    o[j][0] *= alpha[0];
+    o[j][1] *= alpha[0];
+    o[j][2] *= alpha[1];
+    o[j][3] *= alpha[1];
+  }
+  const int k_steps = (tile.rows + 15) / 16;
+  const uint16_t* a_row = sp + (lane % 16) * kPPitch + (lane / 16) * 8;
+  // The scale of a slot past the tile's rows is 0: P is 0 there and the stale scale may not be finite.
+  const auto scale_of = [&](int slot) { return slot < tile.rows ? tile.scale(slot, w) : 0.f; };
+#pragma unroll
+  for (int k = 0; k < kTileRows / 16; ++k) {
+    if (k >= k_steps) break;
+    const int s0 = 16 * k + 2 * t;  // this lane's k pairs: slots s0, s0 + 1 and s0 + 8, s0 + 9
+    uint32_t a[4];
+    ldmatrix_x4(a_row + k * 16, a);
+    const uint32_t m01 = pack_bf16x2(scale_of(s0), scale_of(s0 + 1)), m89 = pack_bf16x2(scale_of(s0 + 8), scale_of(s0 + 9));
+    a[0] = mul_bf16x2(a[0], m01);
+    a[1] = mul_bf16x2(a[1], m01);
+    a[2] = mul_bf16x2(a[2], m89);
+    a[3] = mul_bf16x2(a[3], m89);
+    const uint8_t* r0 = tile.row(s0) + w * dsa_fp8::kTile + 4 * g;
+    const uint8_t* r1 = tile.row(s0 + 1) + w * dsa_fp8::kTile + 4 * g;
+    const uint8_t* r8 = tile.row(s0 + 8) + w * dsa_fp8::kTile + 4 * g;
+    const uint8_t* r9 = tile.row(s0 + 9) + w * dsa_fp8::kTile + 4 * g;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const uint32_t w0 = *reinterpret_cast<const uint32_t*>(r0 + 32 * q);
+      const uint32_t w1 = *reinterpret_cast<const uint32_t*>(r1 + 32 * q);
+      const uint32_t w8 = *reinterpret_cast<const uint32_t*>(r8 + 32 * q);
+      const uint32_t w9 = *reinterpret_cast<const uint32_t*>(r9 + 32 * q);
+      mma_bf16_16816(o[4 * q + 0], a, e4m3_pair_to_bf16x2<0>(w0, w1), e4m3_pair_to_bf16x2<0>(w8, w9));
+      mma_bf16_16816(o[4 * q + 1], a, e4m3_pair_to_bf16x2<1>(w0, w1), e4m3_pair_to_bf16x2<1>(w8, w9));
+      mma_bf16_16816(o[4 * q + 2], a, e4m3_pair_to_bf16x2<2>(w0, w1), e4m3_pair_to_bf16x2<2>(w8, w9));
+      mma_bf16_16816(o[4 * q + 3], a, e4m3_pair_to_bf16x2<3>(w0, w1), e4m3_pair_to_bf16x2<3>(w8, w9));
+    }
+  }
+}
+
+// Consumer warpgroup v's walk over the CTA's `count` slots: tiles v, v + kWgs, ... (two raw stages
+// each) are waited for, decoded in place, then given back (every thread of the warpgroup arrives
+// once its reads are done).
+template <int Stages, class Smem, class Body>
+__device__ __forceinline__ void for_each_tile(Smem& s, int count, int v, Body&& body) {
+  const int num_stages = (count + kStageRows - 1) / kStageRows;
+  for (int i = kTileStages * v; i < num_stages; i += kTileStages * kWgs) {
+    const bool two = i + 1 < num_stages;
+    const int b0 = i % Stages, b1 = (i + 1) % Stages;
+    mbar_wait(&s.full[b0], (i / Stages) & 1);
+    if (two) mbar_wait(&s.full[b1], ((i + 1) / Stages) & 1);
+    body(RawTile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kTileRows, count - i * kStageRows)});
+    mbar_arrive(&s.empty[b0]);
+    if (two) mbar_arrive(&s.empty[b1]);
+  }
+}
+
+// Both warpgroups hold the same 16 heads over different tiles; warpgroup 1 hands its (m, l, O) to
+// warpgroup 0 through the ring (free once both are past their last tile: every stage was produced
+// and consumed), lane for lane (the fragment layouts are the same), and warpgroup 0 folds it in.
+template <class Smem>
+__device__ __forceinline__ void combine_warpgroups(Smem& s, int v, RowState& st, float (&l_total)[2],
+                                                   float (&o)[kOTiles][4]) {
+  static_assert(kWgs == 2 && (kOTiles * 4 + 4) * kConsumerThreads * 4 <= kRawStageBytes * 4, "fits in the ring");
+  float* xfer = reinterpret_cast<float*>(&s.ring[0][0]) + threadIdx.x % kConsumerThreads;
+  named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads);  // both warpgroups are done with the ring
+  if (v == 1) {
+#pragma unroll
+    for (int j = 0; j < kOTiles; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) xfer[(j * 4 + c) * kConsumerThreads] = o[j][c];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      xfer[(kOTiles * 4 + r) * kConsumerThreads] = st.m[r];
+      xfer[(kOTiles * 4 + 2 + r) * kConsumerThreads] = l_total[r];
+    }
+  }
+  named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads);
+  if (v == 1) return;
+  float a0[2], a1[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float m1 = xfer[(kOTiles * 4 + r) * kConsumerThreads], l1 = xfer[(kOTiles * 4 + 2 + r) * kConsumerThreads];
+    const float m = fmaxf(st.m[r], m1);  // finite: warpgroup 0 always has a tile with a valid slot
+    a0[r] = fast_exp2(st.m[r] - m);
+    a1[r] = m1 == -INFINITY ? 0.f : fast_exp2(m1 - m);  // warpgroup 1 may have had no tile
+    l_total[r] = l_total[r] * a0[r] + l1 * a1[r];
+    st.m[r] = m;
+  }
+#pragma unroll
+  for (int j = 0; j < kOTiles; ++j)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) o[j][c] = o[j][c] * a0[c / 2] + xfer[(j * 4 + c) * kConsumerThreads] * a1[c / 2];
+}
+
+// Output rows [16 hb, 16 hb + 16): one split writes O / l as bf16 (and the lse), several the
+// unnormalised partial; a lane's dims are [128 w + 32 q + 8 t, + 8) for q = 0..3 (see above).
+template <bool kPartial>
+__device__ __forceinline__ void store(const Params& p, int hb, int split, const RowState& st,
+                                      const float (&l_total)[2], const float (&o)[kOTiles][4]) {
+  const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
+  const int64_t row0 = kPartial ? (int64_t(hb) * p.max_splits + split) * kHeads : int64_t(hb) * kHeads;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t base = (row0 + g + 8 * r) * kDimV + w * kDimsPerWarp + 8 * t;
+    const float inv = 1.f / l_total[r];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float* lo[4] = {&o[4 * q][2 * r], &o[4 * q + 1][2 * r], &o[4 * q + 2][2 * r], &o[4 * q + 3][2 * r]};
+      const float* hi[4] = {&o[4 * q][2 * r + 1], &o[4 * q + 1][2 * r + 1], &o[4 * q + 2][2 * r + 1], &o[4 * q + 3][2 * r + 1]};
+      if constexpr (kPartial) {
+        auto* dst = reinterpret_cast<float4*>(p.part_o + base + 32 * q);
+        dst[0] = make_float4(*lo[0], *lo[1], *lo[2], *lo[3]);
+        dst[1] = make_float4(*hi[0], *hi[1], *hi[2], *hi[3]);
+      } else {
+        *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + base + 32 * q) =
+            make_uint4(pack_bf16x2(*lo[0] * inv, *lo[1] * inv), pack_bf16x2(*lo[2] * inv, *lo[3] * inv),
+                       pack_bf16x2(*hi[0] * inv, *hi[1] * inv), pack_bf16x2(*hi[2] * inv, *hi[3] * inv));
+      }
+    }
+  }
+  if (w == 0 && t == 0) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if constexpr (kPartial) p.part_ml[row0 + g + 8 * r] = make_float2(st.m[r], l_total[r]);
+      else p.io.lse[row0 + g + 8 * r] = st.m[r] + log2f(l_total[r]);
+    }
   }
 }
 
@@ -148,39 +366,53 @@ __device__ void drain(Smem& s, int count) {
 
 template <int Stages, class Smem>
 __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, const RowSlice& rs) {
+  const int v = dsa_v2::consumer_wg();
+  auto& part = s.wg[v];
   RowState st;
-  float o[dsa_v2::kOTiles][4] = {};
+  float o[kOTiles][4] = {};
   float l_total[2];
-  uint32_t qa[dsa_v2::kQkSteps][4];
-  dsa_v2::take_q(s, s, qa);
-  for_each_tile<Stages>(s, rs.count, [&](const Tile& tile) { dsa_v2::decode_tile(s, qa, tile, p.scale_log2, st, o); });
-  dsa_v2::reduce_row_sums(s, st, l_total);
-  if (rs.splits == 1) dsa_v2::store_output(p, hb, st, l_total, o);
-  else dsa_v2::store_partial(p, hb, split, st, l_total, o);
+  QOperands q;
+  mbar_wait(&s.q_full, 0);
+  load_q_operands(part.q, q);
+  consumer_sync();  // s_part may overwrite Q now
+  for_each_tile<Stages>(s, rs.count, v, [&](const RawTile& tile) {
+    qk_partial(&part.s_part[0][0], q, tile);
+    consumer_sync();  // all four partials of S are in smem
+    float alpha[2];
+    dsa_v2::online_softmax(part, tile.rows, p.scale_log2, st, alpha);
+    pv_mma(part.p, tile, alpha, o);
+  });
+  dsa_v2::reduce_row_sums(part, st, l_total);
+  combine_warpgroups(s, v, st, l_total, o);
+  if (v == 1) return;
+  if (rs.splits == 1) store<false>(p, hb, split, st, l_total, o);
+  else store<true>(p, hb, split, st, l_total, o);
 }
 
 template <Work W, class Smem>
 __device__ void init_barriers(Smem& s) {
   if (threadIdx.x != 0) return;
   for (auto& b : s.full) mbar_init(&b, 32);  // the producer lanes (lane 0 with the bytes)
-  for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);
+  for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);  // one warpgroup per stage
   mbar_init(&s.q_full, 32);  // one warp's cp.async arrivals
   mbar_fence_init();
 }
 
 template <int Stages, int Producers, Work W>
-__global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
+__global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
     dsa_v2_fp8_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
   constexpr bool kDecode = W == Work::kDecode;
   const int split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
   const int hb = t * p.head_groups + group, warp = threadIdx.x / 32;  // hb: the head block (v2_fused)
-  const bool q_loader = kDecode && warp == kConsumerWarps;
+  constexpr int kConsumerWarpsAll = kConsumerWarps * kWgs;
+  const bool q_loader = kDecode && warp == kConsumerWarpsAll;
   init_barriers<W>(s);  // ordered before first use by slice_row's barriers
-  if (q_loader) dsa_v2::load_q<dsa_v2::Mma::kSync>(p, s, t, group * kHeads);
+  if (q_loader)  // each warpgroup its own copy of Q (its s_part overwrites it)
+    for (auto& part : s.wg) dsa_v2::load_q<dsa_v2::Mma::kSync>(p, part, t, group * kHeads);
 
-  const RowSlice rs = slice_row<kThreadsFor<Producers>, dsa_v2::kIdxPerThread>(
+  const RowSlice rs = slice_row<kThreadsFor<Producers, kWgs>, dsa_v2::kIdxPerThread>(
       p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, split, p.max_splits, p.min_rows,
       s.slots, s.warp_count);
   const bool works = split < rs.splits && rs.n_valid > 0;
@@ -192,18 +424,25 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
     if (kDecode && split == 0) dsa_v2::store_empty(p, hb);
     return;
   }
-  if (warp >= kConsumerWarps) {
-    produce<Stages, Producers>(p, s, rs.count, warp - kConsumerWarps);
-  } else if constexpr (kDecode) {
-    consume_and_store<Stages>(p, s, hb, split, rs);
-  } else {
-    drain<Stages>(s, rs.count);
+  if (warp >= kConsumerWarpsAll) {  // the producer warpgroup leaves once its copies are issued
+    set_max_registers<kProducerRegs, false>();
+    produce<Stages, Producers>(p, s, rs.count, warp - kConsumerWarpsAll);
+    return;
   }
-  if (!kDecode || rs.splits == 1) return;
-  uint32_t* counters = p.counters + 2 * hb;
-  dsa_v2::wait_for_row(&counters[0], rs.splits);
-  dsa_v2::merge_splits(p, hb, split, rs.splits, blockDim.x);
-  dsa_v2::leave_row(counters, rs.splits);
+  set_max_registers<kConsumerRegs, true>();
+  if constexpr (!kDecode) {
+    if (dsa_v2::consumer_wg() == 0) drain<Stages>(s, rs.count);  // the floor: one warpgroup sees every stage
+    return;
+  } else {
+    consume_and_store<Stages>(p, s, hb, split, rs);
+    if (rs.splits == 1) return;
+    // The consumers merge (the producers are gone): their barrier instead of the CTA's.
+    const auto consumers_sync = [] { named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads); };
+    uint32_t* counters = p.counters + 2 * hb;
+    dsa_v2::wait_for_row(&counters[0], rs.splits, consumers_sync);
+    dsa_v2::merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
+    dsa_v2::leave_row(counters, rs.splits);
+  }
 }
 
 }  // namespace mlakit::dsa_v2_fp8

@@ -14,7 +14,7 @@ template <int Stages, int Producers, Work W>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
   // Cooperative when a row may split: its CTAs wait for each other to merge (the floor merges nothing).
   return kernels::launch_with_smem<dsa_v2_fp8_kernel<Stages, Producers, W>>(
-      params, dim3(params.max_splits * params.head_groups, params.num_tokens), dim3(kThreadsFor<Producers>), int(sizeof(SmemPlan<Stages>)),
+      params, dim3(params.max_splits * params.head_groups, params.num_tokens), dim3(kThreadsFor<Producers, kWgs>), int(sizeof(SmemPlan<Stages>)),
       params.max_splits > 1 && W == Work::kDecode, stream);
 }
 

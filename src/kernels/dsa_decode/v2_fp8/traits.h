@@ -15,8 +15,6 @@ using dsa_v2::kConsumerThreads;
 using dsa_v2::kConsumerWarps;
 using dsa_v2::kHeads;
 using dsa_v2::kMaxTopk;
-using dsa_v2::kPPitch;
-using dsa_v2::kSPitch;
 using dsa_v2::kTileRows;
 using dsa_v2::kTileStages;
 
@@ -24,17 +22,26 @@ using dsa_v2::kTileStages;
 constexpr int kRawRowBytes = dsa_fp8::kRowBytes;
 constexpr int kRawStageBytes = kStageRows * kRawRowBytes;  // 20,992 B
 constexpr int kCtasPerSm = 1;
-// Warps 0-3 consume and dequantize; warps 4.. gather rows (the first of them also Q).
+// Warps 0-7 consume, two warpgroups taking every other tile of the same 16 heads; warps 8-11 (one
+// warpgroup) gather rows, the first of them also Q. setmaxnreg moves registers from the producers
+// to the consumers: 2 x 128 x 232 + 128 x 40 <= 65,536.
+constexpr int kWgs = 2;
+constexpr int kProducerWarps = 4;
+constexpr int kConsumerRegs = 232, kProducerRegs = 40;
+static_assert(kWgs * kConsumerThreads * kConsumerRegs + kProducerWarps * 32 * kProducerRegs <= 65536,
+              "the register file holds both consumer warpgroups and the producers");
 using dsa_v2::kThreadsFor;
+// Named barrier of both consumer warpgroups (1 and 2 are each warpgroup's own).
+constexpr uint32_t kPairBarrier = 3;
 
-// What the consumers do with a stage: the decode (dequantize into the bf16 tile, QK, softmax, PV),
+// What the consumers do with a stage: the decode (QK, softmax, PV on the raw bytes),
 // or nothing (the gather floor: the same rows into the same ring, released on arrival).
 enum class Work { kDecode = 0, kStreamOnly = 1 };
 
-// The compiled (stages, producers) pairs: the 20.5 KB stages leave room for 5 next to the bf16
-// tile; stages are a multiple of the producer count.
-constexpr Pipe kFp8Pipes[] = {{4, 1}, {4, 2}, {5, 1}, {4, 4}};
-constexpr Pipe kFp8DefaultPipe = {4, 2};
+// The compiled (stages, producers) pairs: up to 8 raw stages of 20.5 KB fit beside both warpgroups'
+// Q, S and P and the slots; the producers are one whole warpgroup (setmaxnreg acts on warpgroups).
+constexpr Pipe kFp8Pipes[] = {{4, kProducerWarps}, {8, kProducerWarps}};
+constexpr Pipe kFp8DefaultPipe = {8, kProducerWarps};
 
 // Kernel arguments: v2_fused's, plus the page size (a slot's row is at
 // kv_cache + (slot / page_size) * kv_stride_page + (slot % page_size) * 656).
@@ -46,25 +53,18 @@ struct Params : dsa_v2::Params {
 template <int Stages>
 struct SmemPlan {
   uint64_t full[Stages];   // the stage's raw rows arrived
-  uint64_t empty[Stages];  // the consumers converted the stage (decode) or saw it (floor)
+  uint64_t empty[Stages];  // the consumers are done with the stage (decode) or saw it (floor)
   uint64_t q_full;
   int32_t warp_count[32];
-  float red_max[kConsumerWarps][kHeads];
-  float red_sum[kConsumerWarps][kHeads];
-  union alignas(16) {
-    uint16_t q[kHeads * kKvPitch];                   // Q, bf16 [16][576 + pad]
-    float s_part[kConsumerWarps][kHeads * kSPitch];  // QK partial sums per k-quarter
-  };
-  alignas(16) uint8_t ring[Stages][kRawStageBytes];     // raw 656-byte rows
-  alignas(16) uint16_t tile[kTileStages][kStageElems];  // the dequantized tile, v2_fused's row layout
-  alignas(16) uint16_t p[kHeads * kPPitch];
+  dsa_v2::WgPart wg[kWgs];  // each consumer warpgroup's reductions, Q / partial S and P
+  alignas(16) uint8_t ring[Stages][kRawStageBytes];  // raw 656-byte rows
   int32_t slots[kMaxTopk];
 };
 
 constexpr size_t smem_bytes(int stages) {
   switch (stages) {
     case 4: return sizeof(SmemPlan<4>);
-    case 5: return sizeof(SmemPlan<5>);
+    case 8: return sizeof(SmemPlan<8>);
     default: return 0;
   }
 }
@@ -73,10 +73,10 @@ constexpr bool is_fp8_pipe(Pipe pipe) {
     if (c.stages == pipe.stages && c.producers == pipe.producers) return true;
   return false;
 }
-static_assert(smem_bytes(5) <= 227 * 1024, "five raw stages fit next to the bf16 tile");
+static_assert(smem_bytes(8) <= 227 * 1024, "eight raw stages fit beside the warpgroups' buffers and the slots");
 
 // Register need of the decode as ptxas reports it (sm_90a, nvcc 13.0); the registry reads the
 // compiled kernel's when a GPU is present.
-constexpr int kDocumentedRegisters = 221;
+constexpr int kDocumentedRegisters = 168;
 
 }  // namespace mlakit::dsa_v2_fp8
