@@ -1,8 +1,8 @@
 // Registry entries of dsa_decode.v2_fp8.fp8 (the FP8-cache decode) and dsa_decode.floor_fp8.fp8
 // (its gather floor: the same kernel with Work::kStreamOnly). Tiling fields (DsaTiling) as
 // v2_fused's: num_splits = CTAs per row, block_n = least slots per split, stages = 32-row raw ring
-// stages, p = producer warps; m = 1 (in-kernel merge), g = 1 (one bulk copy per 656-byte row, the
-// only gather), w = 0 (mma.sync).
+// stages, p = producer warps (4: one warpgroup); m = 1 (in-kernel merge), g = 1 (one bulk copy
+// per 656-byte row, the only gather), w = 0 (mma.sync).
 #include "kernels/dsa_decode/v2_fp8/entry.h"
 
 #include <algorithm>

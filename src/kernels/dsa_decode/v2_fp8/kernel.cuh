@@ -224,13 +224,7 @@ __device__ __forceinline__ void qk_partial(float* s_part, const QOperands& q, co
 __device__ __forceinline__ void pv_mma(const uint16_t* sp, const RawTile& tile, const float (&alpha)[2],
                                        float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int j = 0; j < kOTiles; ++j) {
-    o[j][0] *= alpha[0];
-    o[j][1] *= alpha[0];
-    o[j][2] *= alpha[1];
-    o[j][3] *= alpha[1];
-  }
+  dsa_v2::rescale_rows(o, alpha);
   const int k_steps = (tile.rows + 15) / 16;
   const uint16_t* a_row = sp + (lane % 16) * kPPitch + (lane / 16) * 8;
   // The scale of a slot past the tile's rows is 0: P is 0 there and the stale scale may not be finite.
@@ -287,7 +281,8 @@ __device__ __forceinline__ void for_each_tile(Smem& s, int count, int v, Body&& 
 template <class Smem>
 __device__ __forceinline__ void combine_warpgroups(Smem& s, int v, RowState& st, float (&l_total)[2],
                                                    float (&o)[kOTiles][4]) {
-  static_assert(kWgs == 2 && (kOTiles * 4 + 4) * kConsumerThreads * 4 <= kRawStageBytes * 4, "fits in the ring");
+  static_assert(kWgs == 2 && (kOTiles * 4 + 4) * kConsumerThreads * sizeof(float) <= sizeof(s.ring),
+                "warpgroup 1's (O, m, l) fits in the ring");
   float* xfer = reinterpret_cast<float*>(&s.ring[0][0]) + threadIdx.x % kConsumerThreads;
   named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads);  // both warpgroups are done with the ring
   if (v == 1) {

@@ -147,10 +147,8 @@ __device__ void online_softmax(Part& s, int rows, float scale_log2, RowState& st
   consumer_sync();
 }
 
-// O[16 x 128 dims of this warp] = alpha * O + P V over the tile's slots (`k_steps` k16 steps).
-__device__ __forceinline__ void pv_mma(const uint16_t* sp, const Tile& tile, const float (&alpha)[2],
-                                       float (&o)[kOTiles][4]) {
-  const int lane = threadIdx.x % 32, warp = wg_warp();
+// O *= alpha, row by row: the lane's rows g (accumulators 0, 1) and g + 8 (2, 3) of every n8 tile.
+__device__ __forceinline__ void rescale_rows(float (&o)[kOTiles][4], const float (&alpha)[2]) {
 #pragma unroll
   for (int j = 0; j < kOTiles; ++j) {
     o[j][0] *= alpha[0];
@@ -158,6 +156,13 @@ __device__ __forceinline__ void pv_mma(const uint16_t* sp, const Tile& tile, con
     o[j][2] *= alpha[1];
     o[j][3] *= alpha[1];
   }
+}
+
+// O[16 x 128 dims of this warp] = alpha * O + P V over the tile's slots (`k_steps` k16 steps).
+__device__ __forceinline__ void pv_mma(const uint16_t* sp, const Tile& tile, const float (&alpha)[2],
+                                       float (&o)[kOTiles][4]) {
+  const int lane = threadIdx.x % 32, warp = wg_warp();
+  rescale_rows(o, alpha);
   const int k_steps = (tile.rows + 15) / 16;
   const uint16_t* a_row = sp + (lane % 16) * kPPitch + (lane / 16) * 8;
 #pragma unroll
