@@ -5,10 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
-#include <vector>
 
 #include "base/bf16.h"
+#include "base/parallel.h"
 #include "workloads/rng.h"
 
 namespace mlakit {
@@ -39,19 +38,9 @@ void fill_range(uint16_t* dst, int64_t begin, int64_t end, uint64_t key) {
 void fill_randn_bf16(uint16_t* dst, int64_t n, uint64_t seed, uint64_t stream) {
   if (dst == nullptr || n <= 0) return;
   const uint64_t key = synth::mix(seed, stream);
-  int threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  if (n < kMinParallel) threads = 1;
-  if (threads == 1) {
-    fill_range(dst, 0, n, key);
-    return;
-  }
   // Even chunk sizes keep the two elements of a pair in one chunk.
-  int64_t chunk = (n + threads - 1) / threads;
-  chunk += chunk & 1;
-  std::vector<std::thread> pool;
-  for (int64_t begin = 0; begin < n; begin += chunk)
-    pool.emplace_back(fill_range, dst, begin, std::min(n, begin + chunk), key);
-  for (std::thread& t : pool) t.join();
+  run_ranges(n, n < kMinParallel ? 1 : worker_count(0, n), 2,
+             [&](int64_t first, int64_t last) { fill_range(dst, first, last, key); });
 }
 
 uint64_t randn_stream(std::string_view tensor, uint64_t a, uint64_t b) {

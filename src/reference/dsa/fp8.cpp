@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 #include "base/bf16.h"
+#include "base/parallel.h"
 #include "mlakit/dsa_fp8.h"
 
 namespace mlakit::fp8 {
@@ -27,16 +27,10 @@ float float_of(uint32_t u) {
   return f;
 }
 
-// Calls f(first, last) on about equal slot ranges, one thread each.
+// Calls f(first, last) on about equal slot ranges, one thread each (at least 4096 slots apiece).
 template <class F>
 void parallel_slots(int64_t num_slots, int num_threads, F&& f) {
-  int threads = num_threads > 0 ? num_threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  threads = int(std::min<int64_t>(threads, std::max<int64_t>(1, num_slots / 4096)));
-  std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i)
-    pool.emplace_back([&, i] { f(num_slots * i / threads, num_slots * (i + 1) / threads); });
-  f(0, num_slots / threads);
-  for (auto& t : pool) t.join();
+  run_ranges(num_slots, worker_count(num_threads, std::max<int64_t>(1, num_slots / 4096)), 1, f);
 }
 
 }  // namespace

@@ -1,18 +1,17 @@
 // The DSA CPU reference in fp64. Per token: gather the valid rows once, convert them to double,
 // then for every head compute the scaled logits, a max-subtracted softmax and the weighted sum of
 // the latent rows. Rows are visited in blocks small enough to stay in the core's L2 while all
-// heads use them. Tokens are spread over std::threads; each token is computed by one thread in a
+// heads use them. Tokens are spread over threads (base/parallel.h); each token is computed by one thread in a
 // fixed order, so the result does not depend on the thread count.
 #include "reference/dsa/reference.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
-#include <thread>
 
 #include "base/bf16.h"
+#include "base/parallel.h"
 #include "plan/dsa/indices.h"
 #include "reference/dot.h"
 
@@ -154,23 +153,12 @@ Status dsa_reference(const DsaProblem& problem, const DsaHostInputs& inputs, Ind
   out->output.assign(size_t(T) * H * C, 0.0);
   out->lse.assign(size_t(T) * H, -std::numeric_limits<double>::infinity());
 
-  if (num_threads <= 0) num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  num_threads = std::min(num_threads, T);
-  std::atomic<int> next{0};
-  auto worker = [&]() {
+  run_claiming(T, worker_count(num_threads, T), [&](auto claim) {
     Workspace ws;
-    for (int t = next++; t < T; t = next++)
-      reference_token(problem, inputs, t, ws, out->output.data() + size_t(t) * H * C,
+    for (int64_t t = claim(); t < T; t = claim())
+      reference_token(problem, inputs, int(t), ws, out->output.data() + size_t(t) * H * C,
                       out->lse.data() + size_t(t) * H);
-  };
-  if (num_threads == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> threads;
-    threads.reserve(size_t(num_threads));
-    for (int i = 0; i < num_threads; ++i) threads.emplace_back(worker);
-    for (std::thread& th : threads) th.join();
-  }
+  });
   return Status::ok();
 }
 

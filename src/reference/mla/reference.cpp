@@ -2,18 +2,17 @@
 // heads): its n_{b,i} rows are read in blocks of 32 (converted to double once per block, zeros
 // for a page id outside the cache), every head of the group scores them, then a max-subtracted
 // softmax per head and a second pass over the rows for the weighted sum of the latent rows. Units
-// are spread over std::threads; each is computed by one thread in a fixed order, so the result
+// are spread over threads (base/parallel.h); each is computed by one thread in a fixed order, so the result
 // does not depend on the thread count.
 #include "reference/mla/reference.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
-#include <thread>
 
 #include "base/bf16.h"
+#include "base/parallel.h"
 #include "plan/mla/semantics.h"
 #include "reference/dot.h"
 
@@ -190,21 +189,10 @@ Status mla_reference(const MlaProblem& problem, const MlaTensors& inputs, MlaRef
   out->lse.assign(size_t(queries), -std::numeric_limits<double>::infinity());
 
   const int64_t units = int64_t(problem.batch) * problem.seq_q * ((problem.num_heads + kHeadGroup - 1) / kHeadGroup);
-  if (num_threads <= 0) num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  num_threads = int(std::min<int64_t>(num_threads, units));
-  std::atomic<int64_t> next{0};
-  auto worker = [&]() {
+  run_claiming(units, worker_count(num_threads, units), [&](auto claim) {
     UnitSolver solver(problem, t, out);
-    for (int64_t u = next++; u < units; u = next++) solver.solve(unit_of(problem, u));
-  };
-  if (num_threads == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> threads;
-    threads.reserve(size_t(num_threads));
-    for (int i = 0; i < num_threads; ++i) threads.emplace_back(worker);
-    for (std::thread& th : threads) th.join();
-  }
+    for (int64_t u = claim(); u < units; u = claim()) solver.solve(unit_of(problem, u));
+  });
   return Status::ok();
 }
 
