@@ -91,6 +91,14 @@ __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// setmaxnreg (sm_90a): the calling warpgroup's registers per thread from here on, raised or
+// lowered; every warp of the warpgroup must execute it.
+template <int Regs, bool Raise>
+__device__ __forceinline__ void set_max_registers() {
+  if constexpr (Raise) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Regs));
+  else asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Regs));
+}
+
 __device__ __forceinline__ uint32_t ld_acquire_gpu(const uint32_t* p) {
   uint32_t v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");

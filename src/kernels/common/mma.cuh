@@ -1,5 +1,5 @@
 // Tensor-core helpers for sm_80+ warp-level MMAs, on top of CuTe's arch atoms:
-// ldmatrix (plain and transposed) from shared memory and the bf16 m16n8k16 MMA with fp32 accumulate.
+// ldmatrix (plain and transposed) from shared memory and the bf16 and f16 m16n8k16 MMAs with fp32 accumulate.
 // Fragment layouts follow the PTX ISA's mma.m16n8k16 figures (lane = 4 * group + quad).
 #pragma once
 
@@ -32,6 +32,18 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
                                                uint32_t b1) {
   cute::SM80_16x8x16_F32BF16BF16F32_TN::fma(d[0], d[1], d[2], d[3], a[0], a[1], a[2], a[3], b0, b1,
                                             d[0], d[1], d[2], d[3]);
+}
+
+// The same with f16 operands.
+__device__ __forceinline__ void mma_f16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  cute::SM80_16x8x16_F32F16F16F32_TN::fma(d[0], d[1], d[2], d[3], a[0], a[1], a[2], a[3], b0, b1, d[0], d[1], d[2],
+                                           d[3]);
+}
+
+__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
 }
 
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {

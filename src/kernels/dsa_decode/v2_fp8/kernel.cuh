@@ -108,24 +108,6 @@ __device__ __forceinline__ uint32_t e4m3_pair_to_bf16x2(uint32_t a, uint32_t b) 
   return mul_bf16x2((lanes << 4) & 0x87f087f0u, k2Pow120);
 }
 
-__device__ __forceinline__ void mma_f16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  cute::SM80_16x8x16_F32F16F16F32_TN::fma(d[0], d[1], d[2], d[3], a[0], a[1], a[2], a[3], b0, b1, d[0], d[1], d[2],
-                                           d[3]);
-}
-
-__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
-// setmaxnreg: the warpgroup's registers per thread from here on (raise or lower).
-template <int Regs, bool Raise>
-__device__ __forceinline__ void set_max_registers() {
-  if constexpr (Raise) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Regs));
-  else asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Regs));
-}
-
 // 2^e for e in [-126, 127].
 __device__ __forceinline__ float pow2(int e) { return __int_as_float((e + 127) << 23); }
 

@@ -68,13 +68,6 @@ __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.a
 // The 256 consumer threads (named barrier 3; 1 and 2 are the per-warpgroup barriers of kernel.cuh).
 __device__ __forceinline__ void pair_sync() { named_barrier_sync(3, kWgs * kConsumerThreads); }
 
-// setmaxnreg: the warpgroup's registers per thread from here on (raise or lower).
-template <int Regs, bool Raise>
-__device__ __forceinline__ void set_max_registers() {
-  if constexpr (Raise) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Regs));
-  else asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Regs));
-}
-
 // Offset of 16-byte chunk `chunk` (0..71) of row `row` in a run of swizzled 64-dim blocks of
 // `block_bytes` each.
 __device__ __forceinline__ uint32_t chunk_offset(int row, int chunk, int block_bytes) {
