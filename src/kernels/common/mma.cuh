@@ -1,5 +1,6 @@
 // Tensor-core helpers for sm_80+ warp-level MMAs, on top of CuTe's arch atoms:
-// ldmatrix (plain and transposed) from shared memory and the bf16 and f16 m16n8k16 MMAs with fp32 accumulate.
+// ldmatrix (plain and transposed) from shared memory and the bf16 and f16 m16n8k16 MMAs with fp32
+// accumulate.
 // Fragment layouts follow the PTX ISA's mma.m16n8k16 figures (lane = 4 * group + quad).
 #pragma once
 
