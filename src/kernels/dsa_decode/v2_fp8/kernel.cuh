@@ -3,16 +3,18 @@
 //   grid = (max_splits x head_groups, T) as v2_fused: CTA (s x head_groups + g, t) compacts index
 //   row t, takes split s of it and computes heads [16 g, 16 g + 16) (the floor: one group).
 //   warps 8-11: producers, one warpgroup (setmaxnreg lowers it to 40 registers, the consumers
-//   rise to 232). Warp 8 loads Q first (a copy for each consumer warpgroup). Stage i is warp
+//   rise to 232). Warp 8 loads Q first (one copy, read by both consumer warpgroups). Stage i is warp
 //   i % 4's: 32 bulk copies of one whole 656-byte row (lane r: row r) into the raw ring,
 //   completion counted on the stage's full barrier. The producers leave once their copies are
 //   issued.
 //   warps 0-7: consumers, two warpgroups on the same 16 heads, warpgroup v on tiles v, v + 2, ...
-//   Per 64-slot tile they read the E4M3 bytes of the tile's two raw stages straight into MMA
-//   fragments (QK in f16, PV in bf16; the scales outside the MMAs, below), run v2_fused's online
-//   softmax between the two, and give the stages back after PV. At the end warpgroup 1's
-//   (m, l, O) is folded into warpgroup 0's, which stores. (Earlier designs dequantized the tile
-//   into a bf16 copy in shared memory first, and one warpgroup did all tiles: the devlog's steps.)
+//   of 64 slots, or, when the split holds a single tile, on its stage v (32 slots; warpgroup 1
+//   idle until the merge when there is no second stage). Per tile they read the E4M3 bytes of the
+//   tile's raw stages straight into MMA fragments (QK and PV in f16; the scales outside the MMAs,
+//   below), run v2_fused's online softmax between the two, and give the stages back after PV. At
+//   the end warpgroup 1's (m, l, O) is folded into warpgroup 0's, which stores. (Earlier designs
+//   dequantized the tile into a bf16 copy in shared memory first, one warpgroup did all tiles, PV
+//   ran in bf16: the devlog's steps.)
 //   Splits merge in the kernel as v2_fused's (the same functions), by the 256 consumer threads.
 //   Work::kStreamOnly is the gather floor: the same rows into the same ring, released on arrival
 //   by warpgroup 0, nothing computed or written.
@@ -22,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/dsa_decode/v2_fp8/traits.h"
 #include "kernels/dsa_decode/v2_fused/kernel.cuh"
@@ -38,8 +41,11 @@ using dsa_v2::kSPitch;
 using dsa_v2::kSlotTiles;
 using dsa_v2::wg_warp;
 
-// Producer warp `pw`: stages pw, pw + Producers, ... of the CTA's `count` compacted slots.
-template <int Stages, int Producers, class Smem>
+// Producer warp `pw`: stages pw, pw + Producers, ... of the CTA's `count` compacted slots. In the
+// decode, the lanes past a partial stage's rows zero their row's latent bytes first (the stores are
+// ordered before their arrival): PV widens them (times a P of 0), and a stale byte could widen to a
+// NaN (E4M3 0x7f).
+template <int Stages, int Producers, Work W, class Smem>
 __device__ void produce(const Params& p, Smem& s, int count, int pw) {
   const auto* cache = static_cast<const uint8_t*>(p.io.kv_cache);
   const uint64_t policy = l2_policy(L2Evict::kFirst);  // each row is read once
@@ -49,6 +55,11 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
     const int b = i % Stages;
     mbar_wait(&s.empty[b], ((i / Stages) & 1) ^ 1);
     const int rows = min(kStageRows, count - i * kStageRows);
+    if (W == Work::kDecode && lane >= rows) {
+      auto* latent = reinterpret_cast<uint4*>(s.ring[b] + lane * kRawRowBytes);
+#pragma unroll 4
+      for (int c = 0; c < dsa_fp8::kScaleOffset / 16; ++c) latent[c] = make_uint4(0u, 0u, 0u, 0u);
+    }
     if (lane == 0) mbar_arrive_expect_tx(&s.full[b], uint32_t(rows * kRawRowBytes));
     else mbar_arrive(&s.full[b]);
     if (lane < rows) {
@@ -68,8 +79,9 @@ static_assert(kStageRows == 32, "one row per producer lane");
 //   QK: S = Q K^T over the tile's channels in f16 (an E4M3 pair -> f16x2 is one exact cvt; Q is
 //       f16 after a per-row power-of-two shift), then each column times its slot's scale and each
 //       row times 2^shift in fp32; then the rope channels [16 w, 16 w + 16) in bf16.
-//   PV: O += (P x scale of the slot) V in bf16 (P's bf16 times a power of two is exact; V's bytes
-//       are paired across two slots by one prmt and widened by the bit pattern: exact).
+//   PV: O += (P x scale of the slot) V in f16 (P's bf16 times a power of two is exact; each row's
+//       products are brought into f16's range by a power of two that O carries, pv_mma; V's bytes
+//       are paired across two slots by one prmt and widened by one exact cvt per pair).
 // The contraction order inside an MMA is free, so each lane reads whole 32-bit words: QK's k16 step
 // k takes channels 16 k + 4 t .. + 3 of the lane's slot (k = 2t, 2t + 1 <- the word's low half,
 // 2t + 8, 2t + 9 <- its high half; Q's fragment is built to match), PV's n8 tile 4 q + r takes dim
@@ -94,18 +106,24 @@ __device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
   return d;
 }
 
-// Byte R of a (low half) and byte R of b (high half) -> a bf16 pair of their E4M3 values, exactly:
-// prmt puts each byte in the low byte of a 16-bit lane with its sign replicated above, << 4 moves
-// exponent and mantissa to bf16's bits [4, 10] and a sign copy to bit 15, the mask clears the
-// rest; that pattern is value x 2^-120 (E4M3 subnormals land on bf16 subnormals), and one multiply
-// by 2^120 makes it the value. Every byte gives a finite number (0 times it stays 0).
-template <int R>
-__device__ __forceinline__ uint32_t e4m3_pair_to_bf16x2(uint32_t a, uint32_t b) {
-  constexpr uint32_t kSel = R | (8 + R) << 4 | (4 + R) << 8 | (12 + R) << 12;
-  constexpr uint32_t k2Pow120 = 0x7B807B80u;  // bf16 2^120, twice
-  uint32_t lanes;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(lanes) : "r"(a), "r"(b), "n"(kSel));
-  return mul_bf16x2((lanes << 4) & 0x87f087f0u, k2Pow120);
+__device__ __forceinline__ uint32_t max_bf16x2(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("max.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+// The two bf16 of a word as floats (exact).
+__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// Dims R = 0..3 of two slots' words x (slot k) and y (slot k + 1) -> four f16x2 B halves
+// {x.R (low), y.R (high)}, exactly: one prmt pairs the bytes of two dims, one cvt widens a pair.
+__device__ __forceinline__ void e4m3_slot_pairs(uint32_t x, uint32_t y, uint32_t (&b)[4]) {
+  uint32_t d01, d23;
+  asm("prmt.b32 %0, %1, %2, 0x5140;" : "=r"(d01) : "r"(x), "r"(y));  // x.0 y.0 x.1 y.1
+  asm("prmt.b32 %0, %1, %2, 0x7362;" : "=r"(d23) : "r"(x), "r"(y));  // x.2 y.2 x.3 y.3
+  e4m3x4_to_f16x2(d01, b[0], b[1]);
+  e4m3x4_to_f16x2(d23, b[2], b[3]);
 }
 
 // 2^e for e in [-126, 127].
@@ -168,12 +186,13 @@ __device__ __forceinline__ void load_q_operands(const uint16_t* sq, QOperands& q
   ldmatrix_x4(sq + (lane % 16) * kKvPitch + kDimV + 16 * w + (lane / 16) * 8, q.rope);
 }
 
-// Partial S[16 x 64] over this warp's channels (scale tile w and rope step w) -> s_part[w].
+// Partial S[16 x 8 SlotTiles] over this warp's channels (scale tile w and rope step w) -> s_part[w].
+template <int SlotTiles>
 __device__ __forceinline__ void qk_partial(float* s_part, const QOperands& q, const RawTile& tile) {
   const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
-  float acc[kSlotTiles][4] = {};
+  float acc[SlotTiles][4] = {};
 #pragma unroll
-  for (int j = 0; j < kSlotTiles; ++j) {
+  for (int j = 0; j < SlotTiles; ++j) {
     const auto* words = reinterpret_cast<const uint32_t*>(tile.row(j * 8 + g) + w * dsa_fp8::kTile) + t;
 #pragma unroll
     for (int k = 0; k < kLatentSteps; ++k) {
@@ -183,7 +202,7 @@ __device__ __forceinline__ void qk_partial(float* s_part, const QOperands& q, co
     }
   }
 #pragma unroll
-  for (int j = 0; j < kSlotTiles; ++j) {  // columns j * 8 + 2t, + 1 (rows past the tile: masked later)
+  for (int j = 0; j < SlotTiles; ++j) {  // columns j * 8 + 2t, + 1 (rows past the tile: masked later)
     const float s0 = tile.scale(j * 8 + 2 * t, w), s1 = tile.scale(j * 8 + 2 * t + 1, w);
     acc[j][0] = acc[j][0] * s0 * q.unshift[0];
     acc[j][1] = acc[j][1] * s1 * q.unshift[0];
@@ -195,47 +214,84 @@ __device__ __forceinline__ void qk_partial(float* s_part, const QOperands& q, co
   }
   float* out = s_part + w * kHeads * kSPitch;
 #pragma unroll
-  for (int j = 0; j < kSlotTiles; ++j) {
+  for (int j = 0; j < SlotTiles; ++j) {
     const int col = j * 8 + 2 * t;
     *reinterpret_cast<float2*>(out + g * kSPitch + col) = make_float2(acc[j][0], acc[j][1]);
     *reinterpret_cast<float2*>(out + (g + 8) * kSPitch + col) = make_float2(acc[j][2], acc[j][3]);
   }
 }
 
-// O[16 x dims 128 w ..] = alpha * O + (P x scale) V over the tile's valid k16 steps.
+// floor(log2 x) for a positive normal x; -127 for 0 (and subnormals).
+__device__ __forceinline__ int binade(float x) { return int((__float_as_uint(x) >> 23) & 0xff) - 127; }
+
+// O[16 x dims 128 w ..] = alpha * O + (P x scale) V over the tile's valid k16 steps, in f16.
+// f16 holds P x scale only within 2^-24..2^16, so O is kept in units of 2^unit[r] per row (the
+// lane's rows g and g + 8; each warp its own, its scales being its own): the tile's products of a
+// row are divided by the power of two just above their largest, or by O's carried unit if that is
+// larger (a tile far below the running sum: its products under 2^-24 of the sum are dropped, below
+// what the fp32 sum keeps), so the rescale of O stays in [0, 2) and P' = P x scale / 2^unit in
+// [0, 1]. The products and P' are exact (bf16 P times powers of two; bf16's 8-bit significand fits
+// f16's 11) except where P' falls in f16's subnormal range. V's bytes widen to f16 exactly: one prmt
+// pairs the same dim of two slots, one cvt widens the pair.
+template <int Steps>
 __device__ __forceinline__ void pv_mma(const uint16_t* sp, const RawTile& tile, const float (&alpha)[2],
-                                       float (&o)[kOTiles][4]) {
+                                       int (&unit)[2], float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
-  dsa_v2::rescale_rows(o, alpha);
   const int k_steps = (tile.rows + 15) / 16;
   const uint16_t* a_row = sp + (lane % 16) * kPPitch + (lane / 16) * 8;
   // The scale of a slot past the tile's rows is 0: P is 0 there and the stale scale may not be finite.
   const auto scale_of = [&](int slot) { return slot < tile.rows ? tile.scale(slot, w) : 0.f; };
+  // P x scale in bf16 (exact: the scale is a power of two) and each row's largest product. A's
+  // registers: 0 and 2 row g, 1 and 3 row g + 8; this lane's k pairs are slots s0, s0 + 1 (0, 1) and
+  // s0 + 8, s0 + 9 (2, 3).
+  uint32_t a[Steps][4];
+  uint32_t top[2] = {0u, 0u};  // bf16x2; every product is >= 0
 #pragma unroll
-  for (int k = 0; k < kTileRows / 16; ++k) {
+  for (int k = 0; k < Steps; ++k) {
     if (k >= k_steps) break;
-    const int s0 = 16 * k + 2 * t;  // this lane's k pairs: slots s0, s0 + 1 and s0 + 8, s0 + 9
-    uint32_t a[4];
-    ldmatrix_x4(a_row + k * 16, a);
+    const int s0 = 16 * k + 2 * t;
+    ldmatrix_x4(a_row + k * 16, a[k]);
     const uint32_t m01 = pack_bf16x2(scale_of(s0), scale_of(s0 + 1)), m89 = pack_bf16x2(scale_of(s0 + 8), scale_of(s0 + 9));
-    a[0] = mul_bf16x2(a[0], m01);
-    a[1] = mul_bf16x2(a[1], m01);
-    a[2] = mul_bf16x2(a[2], m89);
-    a[3] = mul_bf16x2(a[3], m89);
+    a[k][0] = mul_bf16x2(a[k][0], m01);
+    a[k][1] = mul_bf16x2(a[k][1], m01);
+    a[k][2] = mul_bf16x2(a[k][2], m89);
+    a[k][3] = mul_bf16x2(a[k][3], m89);
+    top[0] = max_bf16x2(top[0], max_bf16x2(a[k][0], a[k][2]));
+    top[1] = max_bf16x2(top[1], max_bf16x2(a[k][1], a[k][3]));
+  }
+  float rescale[2];
+  uint32_t down[2];  // bf16 2^-unit, twice
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float largest = quad_max(fmaxf(bf16_lo(top[r]), bf16_hi(top[r])));
+    const float carried = alpha[r] * pow2(unit[r]);  // O's scale after the softmax's rescale
+    const int e = min(max(max(binade(largest) + 1, binade(carried)), -126), 126);
+    rescale[r] = carried * pow2(-e);
+    unit[r] = e;
+    down[r] = uint32_t(127 - e) << 7 | uint32_t(127 - e) << 23;
+  }
+  dsa_v2::rescale_rows(o, rescale);
+#pragma unroll
+  for (int k = 0; k < Steps; ++k) {
+    if (k >= k_steps) break;
+    const int s0 = 16 * k + 2 * t;
+    uint32_t a16[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t x = mul_bf16x2(a[k][i], down[i % 2]);
+      a16[i] = pack_f16x2(bf16_lo(x), bf16_hi(x));
+    }
     const uint8_t* r0 = tile.row(s0) + w * dsa_fp8::kTile + 4 * g;
     const uint8_t* r1 = tile.row(s0 + 1) + w * dsa_fp8::kTile + 4 * g;
     const uint8_t* r8 = tile.row(s0 + 8) + w * dsa_fp8::kTile + 4 * g;
     const uint8_t* r9 = tile.row(s0 + 9) + w * dsa_fp8::kTile + 4 * g;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      const uint32_t w0 = *reinterpret_cast<const uint32_t*>(r0 + 32 * q);
-      const uint32_t w1 = *reinterpret_cast<const uint32_t*>(r1 + 32 * q);
-      const uint32_t w8 = *reinterpret_cast<const uint32_t*>(r8 + 32 * q);
-      const uint32_t w9 = *reinterpret_cast<const uint32_t*>(r9 + 32 * q);
-      mma_bf16_16816(o[4 * q + 0], a, e4m3_pair_to_bf16x2<0>(w0, w1), e4m3_pair_to_bf16x2<0>(w8, w9));
-      mma_bf16_16816(o[4 * q + 1], a, e4m3_pair_to_bf16x2<1>(w0, w1), e4m3_pair_to_bf16x2<1>(w8, w9));
-      mma_bf16_16816(o[4 * q + 2], a, e4m3_pair_to_bf16x2<2>(w0, w1), e4m3_pair_to_bf16x2<2>(w8, w9));
-      mma_bf16_16816(o[4 * q + 3], a, e4m3_pair_to_bf16x2<3>(w0, w1), e4m3_pair_to_bf16x2<3>(w8, w9));
+      uint32_t b0[4], b1[4];
+      e4m3_slot_pairs(*reinterpret_cast<const uint32_t*>(r0 + 32 * q), *reinterpret_cast<const uint32_t*>(r1 + 32 * q), b0);
+      e4m3_slot_pairs(*reinterpret_cast<const uint32_t*>(r8 + 32 * q), *reinterpret_cast<const uint32_t*>(r9 + 32 * q), b1);
+#pragma unroll
+      for (int r = 0; r < 4; ++r) mma_f16_16816(o[4 * q + r], a16, b0[r], b1[r]);
     }
   }
 }
@@ -286,7 +342,7 @@ __device__ __forceinline__ void combine_warpgroups(Smem& s, int v, RowState& st,
     const float m1 = xfer[(kOTiles * 4 + r) * kConsumerThreads], l1 = xfer[(kOTiles * 4 + 2 + r) * kConsumerThreads];
     const float m = fmaxf(st.m[r], m1);  // finite: warpgroup 0 always has a tile with a valid slot
     a0[r] = fast_exp2(st.m[r] - m);
-    a1[r] = m1 == -INFINITY ? 0.f : fast_exp2(m1 - m);  // warpgroup 1 may have had no tile
+    a1[r] = m1 == -INFINITY ? 0.f : fast_exp2(m1 - m);  // (warpgroup 1 had rows: m1 is finite)
     l_total[r] = l_total[r] * a0[r] + l1 * a1[r];
     st.m[r] = m;
   }
@@ -344,23 +400,39 @@ __device__ void drain(Smem& s, int count) {
 template <int Stages, class Smem>
 __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, const RowSlice& rs) {
   const int v = dsa_v2::consumer_wg();
+  // Warpgroup v takes tiles v, v + 2, ... of 64 slots, or, when the split holds one tile, its
+  // stage v (32 slots): warpgroup 1 has work (the same for the whole CTA) past the first stage.
+  const bool pair = rs.count > kStageRows;
+  if (v == 1 && !pair) return;             // nothing to compute or hand over; it joins the merge
   auto& part = s.wg[v];
   RowState st;
   float o[kOTiles][4] = {};
+  int unit[2] = {0, 0};  // O = o x 2^unit, row by row (pv_mma)
   float l_total[2];
   QOperands q;
   mbar_wait(&s.q_full, 0);
-  load_q_operands(part.q, q);
-  consumer_sync();  // s_part may overwrite Q now
-  for_each_tile<Stages>(s, rs.count, v, [&](const RawTile& tile) {
-    qk_partial(&part.s_part[0][0], q, tile);
+  load_q_operands(s.wg[0].q, q);  // one copy of Q, in warpgroup 0's buffer
+  if (pair) named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads);  // warpgroup 0's s_part may overwrite Q now
+  else consumer_sync();
+  const auto decode = [&](auto rows_c, const RawTile& tile) {
+    constexpr int kRows = decltype(rows_c)::value;
+    qk_partial<kRows / 8>(&part.s_part[0][0], q, tile);
     consumer_sync();  // all four partials of S are in smem
     float alpha[2];
-    dsa_v2::online_softmax(part, tile.rows, p.scale_log2, st, alpha);
-    pv_mma(part.p, tile, alpha, o);
-  });
+    dsa_v2::online_softmax<kRows / 8>(part, tile.rows, p.scale_log2, st, alpha);
+    pv_mma<kRows / 16>(part.p, tile, alpha, unit, o);
+  };
+  if (rs.count <= kTileRows) {  // one tile: warpgroup v takes its stage v (ring slot v, first phase)
+    mbar_wait(&s.full[v], 0);
+    decode(std::integral_constant<int, kStageRows>{}, RawTile{{s.ring[v], s.ring[v]}, min(kStageRows, rs.count - v * kStageRows)});
+    mbar_arrive(&s.empty[v]);
+  } else {
+    for_each_tile<Stages>(s, rs.count, v, [&](const RawTile& tile) { decode(std::integral_constant<int, kTileRows>{}, tile); });
+  }
+  const float unscale[2] = {pow2(unit[0]), pow2(unit[1])};
+  dsa_v2::rescale_rows(o, unscale);
   dsa_v2::reduce_row_sums(part, st, l_total);
-  combine_warpgroups(s, v, st, l_total, o);
+  if (pair) combine_warpgroups(s, v, st, l_total, o);
   if (v == 1) return;
   if (rs.splits == 1) store<false>(p, hb, split, st, l_total, o);
   else store<true>(p, hb, split, st, l_total, o);
@@ -386,8 +458,8 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
   constexpr int kConsumerWarpsAll = kConsumerWarps * kWgs;
   const bool q_loader = kDecode && warp == kConsumerWarpsAll;
   init_barriers<W>(s);  // ordered before first use by slice_row's barriers
-  if (q_loader)  // each warpgroup its own copy of Q (its s_part overwrites it)
-    for (auto& part : s.wg) dsa_v2::load_q<dsa_v2::Mma::kSync>(p, part, t, group * kHeads);
+  if (q_loader)  // one copy of Q for both consumer warpgroups
+    dsa_v2::load_q<dsa_v2::Mma::kSync>(p, s.wg[0], t, group * kHeads);
 
   const RowSlice rs = slice_row<kThreadsFor<Producers, kWgs>, dsa_v2::kIdxPerThread>(
       p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, split, p.max_splits, p.min_rows,
@@ -403,7 +475,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
   }
   if (warp >= kConsumerWarpsAll) {  // the producer warpgroup leaves once its copies are issued
     set_max_registers<kProducerRegs, false>();
-    produce<Stages, Producers>(p, s, rs.count, warp - kConsumerWarpsAll);
+    produce<Stages, Producers, W>(p, s, rs.count, warp - kConsumerWarpsAll);
     return;
   }
   set_max_registers<kConsumerRegs, true>();
