@@ -6,6 +6,7 @@
 // (reference/dsa/fp8.cpp), so both agree bit for bit. Lanes 0-7 copy the 128 rope bytes.
 #include <cstdint>
 
+#include "kernels/common/bf16x2.cuh"
 #include "kernels/dsa_decode/quantize_fp8/launch.h"
 #include "mlakit/dsa_fp8.h"
 
@@ -13,6 +14,8 @@ namespace mlakit::dsa_fp8_quant {
 namespace {
 
 using namespace mlakit::dsa_fp8;
+using kernels::bf16_hi;
+using kernels::bf16_lo;
 constexpr int kWarpsPerBlock = 8;
 
 __device__ __forceinline__ float tile_scale(float amax) {
@@ -28,9 +31,6 @@ __device__ __forceinline__ uint32_t e4m3x2(float lo, float hi) {
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
   return r;
 }
-
-__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
 // Eight bf16 (one uint4) scaled by `inv` -> eight E4M3 bytes (one uint2).
 __device__ __forceinline__ uint2 quantize8(uint4 v, float inv) {

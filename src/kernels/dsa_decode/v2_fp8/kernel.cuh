@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/common/bf16x2.cuh"
 #include "kernels/dsa_decode/v2_fp8/traits.h"
 #include "kernels/dsa_decode/v2_fused/kernel.cuh"
 
@@ -99,22 +100,6 @@ __device__ __forceinline__ void e4m3x4_to_f16x2(uint32_t w, uint32_t& lo, uint32
       : "=r"(lo), "=r"(hi)
       : "r"(w));
 }
-
-__device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
-  uint32_t d;
-  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
-__device__ __forceinline__ uint32_t max_bf16x2(uint32_t a, uint32_t b) {
-  uint32_t d;
-  asm("max.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
-// The two bf16 of a word as floats (exact).
-__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
 // Dims R = 0..3 of two slots' words x (slot k) and y (slot k + 1) -> four f16x2 B halves
 // {x.R (low), y.R (high)}, exactly: one prmt pairs the bytes of two dims, one cvt widens a pair.
