@@ -339,11 +339,21 @@ __device__ __forceinline__ void combine_warpgroups(Smem& s, int v, RowState& st,
 
 // Output rows [16 hb, 16 hb + 16): one split writes O / l as bf16 (and the lse), several the
 // unnormalised partial; a lane's dims are [128 w + 32 q + 8 t, + 8) for q = 0..3 (see above).
-template <bool kPartial>
-__device__ __forceinline__ void store(const Params& p, int hb, int split, const RowState& st,
+// The bf16 rows go out from the fragments (a quad writes 64 contiguous bytes: whole sectors). The
+// fp32 partial would leave a lane's 32 bytes as two 16-byte halves, every store instruction
+// touching half of 32 sectors, twice the L2 write requests of the same bytes; so each warp stages
+// its 16 x 128 floats in the ring, behind combine_warpgroups' area (every stage is consumed and the
+// warpgroup is past reduce_row_sums' barrier), and writes them a row of 512 bytes per instruction.
+template <bool kPartial, class Smem>
+__device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int split, const RowState& st,
                                       const float (&l_total)[2], const float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
   const int64_t row0 = kPartial ? (int64_t(hb) * p.max_splits + split) * kHeads : int64_t(hb) * kHeads;
+  constexpr int kPitch = kDimsPerWarp + 4;  // floats; rows g and g + 1 start 16 bytes apart in the banks
+  constexpr size_t kXferBytes = (kOTiles * 4 + 4) * kConsumerThreads * sizeof(float);
+  static_assert(kXferBytes + kConsumerWarps * kHeads * kPitch * sizeof(float) <= sizeof(s.ring),
+                "the staged partial fits in the ring behind the warpgroups' hand-over");
+  float* stage = reinterpret_cast<float*>(&s.ring[0][0] + kXferBytes) + w * kHeads * kPitch;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t base = (row0 + g + 8 * r) * kDimV + w * kDimsPerWarp + 8 * t;
@@ -353,7 +363,7 @@ __device__ __forceinline__ void store(const Params& p, int hb, int split, const 
       const float* lo[4] = {&o[4 * q][2 * r], &o[4 * q + 1][2 * r], &o[4 * q + 2][2 * r], &o[4 * q + 3][2 * r]};
       const float* hi[4] = {&o[4 * q][2 * r + 1], &o[4 * q + 1][2 * r + 1], &o[4 * q + 2][2 * r + 1], &o[4 * q + 3][2 * r + 1]};
       if constexpr (kPartial) {
-        auto* dst = reinterpret_cast<float4*>(p.part_o + base + 32 * q);
+        auto* dst = reinterpret_cast<float4*>(stage + (g + 8 * r) * kPitch + 32 * q + 8 * t);
         dst[0] = make_float4(*lo[0], *lo[1], *lo[2], *lo[3]);
         dst[1] = make_float4(*hi[0], *hi[1], *hi[2], *hi[3]);
       } else {
@@ -362,6 +372,13 @@ __device__ __forceinline__ void store(const Params& p, int hb, int split, const 
                        pack_bf16x2(*hi[0] * inv, *hi[1] * inv), pack_bf16x2(*hi[2] * inv, *hi[3] * inv));
       }
     }
+  }
+  if constexpr (kPartial) {
+    __syncwarp();
+#pragma unroll 4
+    for (int r = 0; r < kHeads; ++r)
+      *reinterpret_cast<float4*>(p.part_o + (row0 + r) * kDimV + w * kDimsPerWarp + 4 * lane) =
+          *reinterpret_cast<const float4*>(stage + r * kPitch + 4 * lane);
   }
   if (w == 0 && t == 0) {
 #pragma unroll
@@ -419,8 +436,8 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
   dsa_v2::reduce_row_sums(part, st, l_total);
   if (pair) combine_warpgroups(s, v, st, l_total, o);
   if (v == 1) return;
-  if (rs.splits == 1) store<false>(p, hb, split, st, l_total, o);
-  else store<true>(p, hb, split, st, l_total, o);
+  if (rs.splits == 1) store<false>(p, s, hb, split, st, l_total, o);
+  else store<true>(p, s, hb, split, st, l_total, o);
 }
 
 template <Work W, class Smem>
