@@ -272,9 +272,10 @@ __device__ __forceinline__ void pv_mma(const uint16_t* sp, const RawTile& tile, 
     const uint8_t* r9 = tile.row(s0 + 9) + w * dsa_fp8::kTile + 4 * g;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
+      const auto word = [q](const uint8_t* r) { return *reinterpret_cast<const uint32_t*>(r + 32 * q); };
       uint32_t b0[4], b1[4];
-      e4m3_slot_pairs(*reinterpret_cast<const uint32_t*>(r0 + 32 * q), *reinterpret_cast<const uint32_t*>(r1 + 32 * q), b0);
-      e4m3_slot_pairs(*reinterpret_cast<const uint32_t*>(r8 + 32 * q), *reinterpret_cast<const uint32_t*>(r9 + 32 * q), b1);
+      e4m3_slot_pairs(word(r0), word(r1), b0);
+      e4m3_slot_pairs(word(r8), word(r9), b1);
 #pragma unroll
       for (int r = 0; r < 4; ++r) mma_f16_16816(o[4 * q + r], a16, b0[r], b1[r]);
     }
@@ -426,10 +427,12 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
   };
   if (rs.count <= kTileRows) {  // one tile: warpgroup v takes its stage v (ring slot v, first phase)
     mbar_wait(&s.full[v], 0);
-    decode(std::integral_constant<int, kStageRows>{}, RawTile{{s.ring[v], s.ring[v]}, min(kStageRows, rs.count - v * kStageRows)});
+    const RawTile half{{s.ring[v], s.ring[v]}, min(kStageRows, rs.count - v * kStageRows)};
+    decode(std::integral_constant<int, kStageRows>{}, half);
     mbar_arrive(&s.empty[v]);
   } else {
-    for_each_tile<Stages>(s, rs.count, v, [&](const RawTile& tile) { decode(std::integral_constant<int, kTileRows>{}, tile); });
+    for_each_tile<Stages>(s, rs.count, v,
+                          [&](const RawTile& tile) { decode(std::integral_constant<int, kTileRows>{}, tile); });
   }
   const float unscale[2] = {pow2(unit[0]), pow2(unit[1])};
   dsa_v2::rescale_rows(o, unscale);

@@ -87,9 +87,9 @@ __device__ __forceinline__ void qk_partial(float* s_part, const uint32_t (&qa)[k
 }
 
 // Base-2 online softmax over one tile of SlotTiles x 8 slots (64; v2_fp8 also runs 32): sums the
-// four k-quarter partials of S (fixed order) for this warp's 16 (8) slots, masks slots >= rows, updates the running max of every row across the
-// warpgroup, writes P = 2^(x - m) as bf16 and returns the rescale factor of each of the lane's
-// two rows. Ends with a consumer barrier.
+// four k-quarter partials of S (fixed order) for this warp's 16 (8) slots, masks slots >= rows,
+// updates the running max of every row across the warpgroup, writes P = 2^(x - m) as bf16 and
+// returns the rescale factor of each of the lane's two rows. Ends with a consumer barrier.
 template <int SlotTiles = kSlotTiles, class Part>
 __device__ void online_softmax(Part& s, int rows, float scale_log2, RowState& st, float (&alpha)[2]) {
   const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4;
