@@ -114,6 +114,9 @@ __device__ __forceinline__ void e4m3_slot_pairs(uint32_t x, uint32_t y, uint32_t
 // 2^e for e in [-126, 127].
 __device__ __forceinline__ float pow2(int e) { return __int_as_float((e + 127) << 23); }
 
+// floor(log2 x) for a positive normal x; -127 for 0 (and subnormals).
+__device__ __forceinline__ int binade(float x) { return int((__float_as_uint(x) >> 23) & 0xff) - 127; }
+
 // A tile of raw rows: two ring stages, or one twice (its second half is masked, never multiplied).
 struct RawTile {
   const uint8_t* stage[kTileStages];
@@ -145,10 +148,10 @@ __device__ __forceinline__ void load_q_operands(const uint16_t* sq, QOperands& q
 #pragma unroll
     for (int k = 0; k < kLatentSteps; ++k) {
       const uint2 x = *reinterpret_cast<const uint2*>(sq + (g + 8 * r) * kKvPitch + w * dsa_fp8::kTile + 16 * k + 4 * t);
-      v[r][k][0] = __uint_as_float(x.x << 16);
-      v[r][k][1] = __uint_as_float(x.x & 0xffff0000u);
-      v[r][k][2] = __uint_as_float(x.y << 16);
-      v[r][k][3] = __uint_as_float(x.y & 0xffff0000u);
+      v[r][k][0] = bf16_lo(x.x);
+      v[r][k][1] = bf16_hi(x.x);
+      v[r][k][2] = bf16_lo(x.y);
+      v[r][k][3] = bf16_hi(x.y);
 #pragma unroll
       for (int i = 0; i < 4; ++i) amax[r] = fmaxf(amax[r], fabsf(v[r][k][i]));
     }
@@ -156,7 +159,7 @@ __device__ __forceinline__ void load_q_operands(const uint16_t* sq, QOperands& q
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     amax[r] = quad_max(amax[r]);
-    const int exponent = int((__float_as_uint(amax[r]) >> 23) & 0xff) - 127;  // floor(log2), -127 for 0
+    const int exponent = binade(amax[r]);
     const int shift = min(max(exponent - 14, -100), 113);
     down[r] = pow2(-shift);
     q.unshift[r] = pow2(shift);
@@ -205,9 +208,6 @@ __device__ __forceinline__ void qk_partial(float* s_part, const QOperands& q, co
     *reinterpret_cast<float2*>(out + (g + 8) * kSPitch + col) = make_float2(acc[j][2], acc[j][3]);
   }
 }
-
-// floor(log2 x) for a positive normal x; -127 for 0 (and subnormals).
-__device__ __forceinline__ int binade(float x) { return int((__float_as_uint(x) >> 23) & 0xff) - 127; }
 
 // O[16 x dims 128 w ..] = alpha * O + (P x scale) V over the tile's valid k16 steps, in f16.
 // f16 holds P x scale only within 2^-24..2^16, so O is kept in units of 2^unit[r] per row (the
@@ -302,10 +302,13 @@ __device__ __forceinline__ void for_each_tile(Smem& s, int count, int v, Body&& 
 // Both warpgroups hold the same 16 heads over different tiles; warpgroup 1 hands its (m, l, O) to
 // warpgroup 0 through the ring (free once both are past their last tile: every stage was produced
 // and consumed), lane for lane (the fragment layouts are the same), and warpgroup 0 folds it in.
+// The hand-over's area at the ring's start: warpgroup 1's O, m and l, one float per thread each.
+constexpr size_t kHandOverBytes = (kOTiles * 4 + 4) * kConsumerThreads * sizeof(float);
+
 template <class Smem>
 __device__ __forceinline__ void combine_warpgroups(Smem& s, int v, RowState& st, float (&l_total)[2],
                                                    float (&o)[kOTiles][4]) {
-  static_assert(kWgs == 2 && (kOTiles * 4 + 4) * kConsumerThreads * sizeof(float) <= sizeof(s.ring),
+  static_assert(kWgs == 2 && kHandOverBytes <= sizeof(s.ring),
                 "warpgroup 1's (O, m, l) fits in the ring");
   float* xfer = reinterpret_cast<float*>(&s.ring[0][0]) + threadIdx.x % kConsumerThreads;
   named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads);  // both warpgroups are done with the ring
@@ -351,10 +354,9 @@ __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int spli
   const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
   const int64_t row0 = kPartial ? (int64_t(hb) * p.max_splits + split) * kHeads : int64_t(hb) * kHeads;
   constexpr int kPitch = kDimsPerWarp + 4;  // floats; rows g and g + 1 start 16 bytes apart in the banks
-  constexpr size_t kXferBytes = (kOTiles * 4 + 4) * kConsumerThreads * sizeof(float);
-  static_assert(kXferBytes + kConsumerWarps * kHeads * kPitch * sizeof(float) <= sizeof(s.ring),
+  static_assert(kHandOverBytes + kConsumerWarps * kHeads * kPitch * sizeof(float) <= sizeof(s.ring),
                 "the staged partial fits in the ring behind the warpgroups' hand-over");
-  float* stage = reinterpret_cast<float*>(&s.ring[0][0] + kXferBytes) + w * kHeads * kPitch;
+  float* stage = reinterpret_cast<float*>(&s.ring[0][0] + kHandOverBytes) + w * kHeads * kPitch;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t base = (row0 + g + 8 * r) * kDimV + w * kDimsPerWarp + 8 * t;
