@@ -297,6 +297,7 @@ Status time_gpu_call(const GpuCall& call, cudaStream_t stream, const TimingConfi
   std::vector<double> samples;
   MLAKIT_RETURN_IF_ERROR(timed_pass(r, config, wait_us, device, &samples, result));
   const SampleStats st = summarize_samples(samples);
+  if (!config.cold_l2) result->method += ", warm L2";
   result->median_us = st.median;
   result->p10_us = st.p10;
   result->p90_us = st.p90;

@@ -24,7 +24,9 @@ namespace mlakit {
 struct TimingConfig {
   int warmup = 10;
   int iters = 50;
-  bool cold_l2 = true;       // write a buffer of 2x the L2 before every timed call
+  // Write a buffer of 2x the L2 before every timed call (the figure of merit). false (bench and
+  // run --warm-l2) is a diagnosis: data and kernel code stay in L2 from the call before.
+  bool cold_l2 = true;
   enum class Method { kAuto, kCupti, kEvents } method = Method::kAuto;
   std::string label;         // NVTX range name of each timed call in annotation mode ("" = "call")
 };
@@ -32,7 +34,7 @@ struct TimingConfig {
 struct TimingResult {
   double median_us = 0, p10_us = 0, p90_us = 0, mean_us = 0;
   double host_us = 0;        // host time one call costs (launch overhead), median
-  std::string method;        // "cupti" / "events"
+  std::string method;        // "cupti" / "events"; ", warm L2" appended when cold_l2 was off
   int sm_clock_mhz = 0;      // NVML, 0 when unavailable
   std::string throttle;      // NVML throttle reasons, "none" or a list; "" when unavailable
   std::vector<double> samples_us;

@@ -174,7 +174,9 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
     return;
   }
   totals->span_sum_us += t.median_us;
-  const BenchRun what{run.suite.title(), run.suite.op(), plan.kernel_key(), plan.tiling()};
+  // Warm-L2 spans are a diagnosis, never the figure of merit: their records name another suite.
+  const BenchRun what{run.suite.title() + (o.timing.cold_l2 ? "" : " (warm L2)"), run.suite.op(), plan.kernel_key(),
+                      plan.tiling()};
   totals->records.push_back(
       make_bench_record(what, w, facts, t, o.timing.iters, o.verify ? &v : nullptr, totals->ceiling_gbps,
                         totals->peak_tflops));
@@ -256,7 +258,9 @@ int run_gpu(const SuiteRun& run) {
   const SuiteOptions& o = run.o;
   const DeviceFacts& facts = run.target.facts();
   std::printf("%s on %s, kernel %s%s\n", run.suite.title().c_str(), facts.describe().c_str(),
-              run.kernel.info().key.c_str(), o.time ? " (span = median GPU time of one call, cold L2)" : "");
+              run.kernel.info().key.c_str(),
+              !o.time ? "" : o.timing.cold_l2 ? " (span = median GPU time of one call, cold L2)"
+                                              : " (span = median GPU time of one call, WARM L2: a diagnosis, not the figure of merit)");
   Totals totals;
   if (o.prof == ProfMode::kAnnotation) set_nvtx_enabled(true);
   if (o.time) {
@@ -360,7 +364,8 @@ int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
 struct CommandLine {
   std::string target, kernel, tiling, suite, trace, definition, out = "out", prof = "disabled", prof_kernel;
   long long seed = 1, seeds = 1, warmup = 10, iters = 50, prof_skip = 0, prof_count = 2;
-  bool no_verify = false, no_floor = false, explain = false, check = false, no_time = false, quiet = false;
+  bool no_verify = false, no_floor = false, explain = false, check = false, no_time = false, quiet = false,
+       warm_l2 = false;
   std::map<std::string, long long> shape;  // run: every op's integer shape options, by name ("t")
   std::map<std::string, bool> shape_flags;  // run: every op's flag shape options ("causal")
   // run: every op's named choices ("kv" -> "fp8"); verify and bench: those that flavour suites
@@ -391,6 +396,7 @@ void declare(Args& args, Kind kind, CommandLine* c) {
     args.integer("--warmup", &c->warmup, 0, 100000);
     args.integer("--iters", &c->iters, 1, 100000);
     args.flag("--no-floor", &c->no_floor);
+    args.flag("--warm-l2", &c->warm_l2);
     args.text("--out", &c->out);
   }
   if (kind == Kind::kBench) args.flag("--no-verify", &c->no_verify);
@@ -414,6 +420,7 @@ void read_options(Args& args, const CommandLine& c, SuiteOptions* o) {
   o->seeds = int(c.seeds);
   o->timing.warmup = int(c.warmup);
   o->timing.iters = int(c.iters);
+  o->timing.cold_l2 = !c.warm_l2;
   o->explain = c.explain;
   o->floor = !c.no_floor;
   o->quiet = c.quiet;
@@ -495,7 +502,7 @@ const char* kBenchUsage =
     "usage: mlakit bench [OP|KERNEL] [--suite NAME [--heads H] [--kv bf16|fp8] | --trace DIR\n"
     "                    [--definition NAME]] [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N]\n"
     "                    [--warmup N] [--iters N] [--no-verify] [--no-floor] [--explain] [--out DIR]\n"
-    "                    [--prof MODE] [--quiet]\n\n"
+    "                    [--prof MODE] [--warm-l2] [--quiet]\n\n"
     "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge, mla-serving,\n"
     "mla-edge; a suite names its op) or of a FlashInfer-Trace dataset directory. --kv fp8 reads a\n"
     "dsa_decode suite's FP8-cache flavour (dsa-contest-fp8: the same workloads, the cache quantized\n"
@@ -512,7 +519,10 @@ const char* kBenchUsage =
     "named after the workload; ncu re-runs the command under Nsight Compute (--clock-control none)\n"
     "with --prof-kernel REGEX (default: the op's kernels, dsa_ or mla_), --prof-skip N, --prof-count N\n"
     "(default 2) and prints where the report went. Results are appended to --out DIR (default out/)\n"
-    "as JSON lines and CSV; a folder that cannot take them exits 2 before anything runs.\n\n"
+    "as JSON lines and CSV; a folder that cannot take them exits 2 before anything runs.\n"
+    "--warm-l2 leaves out the L2 flush before each call, so data and kernel code stay in L2 from\n"
+    "the call before: against the cold span it tells what DRAM latency costs (a diagnosis; its\n"
+    "records say \"warm L2\" in method and suite, and it is never the figure of merit).\n\n"
     "On a terminal a progress line names the workload at work; --quiet turns it off (pipes and\n"
     "logs never get it). A shape whose host memory would pass the limit (physical memory, or\n"
     "MLAKIT_HOST_MEMORY_LIMIT=16G lower) exits 2 before anything runs; runs whose host work is\n"
@@ -534,7 +544,7 @@ int run_verify(Args& args) { return suite_command(args, Kind::kVerify, kVerifyUs
 const char* kRunUsage =
     "usage: mlakit run [OP|KERNEL] <shape options> [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N]\n"
     "                  [--check] [--no-time] [--no-floor] [--explain] [--warmup N] [--iters N]\n"
-    "                  [--out DIR] [--prof MODE] [--quiet]\n\n"
+    "                  [--out DIR] [--prof MODE] [--warm-l2] [--quiet]\n\n"
     "Runs one synthetic shape of an op (default dsa_decode). dsa_decode's shape options:\n"
     "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V] [--heads H] [--kv bf16|fp8]: T\n"
     "tokens of H query heads (16, 32, 64 or 128; default 16), each row V valid top-k picks (default:\n"
@@ -546,7 +556,8 @@ const char* kRunUsage =
     "against the CPU reference; --no-time skips timing (for compute-sanitizer); --explain prints the\n"
     "plan. A tiling the shape cannot run exits 2 with the reason.\n\n"
     "Profiling: --prof disabled|annotation|ncu, as for bench (--prof-kernel REGEX, --prof-skip N,\n"
-    "--prof-count N). Results are appended to --out DIR (default out/) as JSON lines and CSV.\n\n"
+    "--prof-count N); --warm-l2 as for bench. Results are appended to --out DIR (default out/) as\n"
+    "JSON lines and CSV.\n\n"
     "The host memory the shape needs is estimated first: past the limit (physical memory, or\n"
     "MLAKIT_HOST_MEMORY_LIMIT=16G lower) it exits 2 naming the option that sized it; a shape whose\n"
     "host work is estimated past 10 s says so on stderr. --quiet: no progress line on a terminal.";
