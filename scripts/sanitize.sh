@@ -81,6 +81,10 @@ shapes=(
   "$FP8 --kv fp8 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p4g1"
   "$FP8 --kv fp8 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 128 --tiling s4n32x8m1p4g1"
   "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --heads 32 --tiling s1n64x8m1p4g1"
+  # ... and inside clusters of a row's CTAs (distributed shared memory; idle CTAs of a cluster exit
+  # first; four head groups: one cluster each)
+  "$FP8 --kv fp8 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s8n32x8m1p4g1c1"
+  "$FP8 --kv fp8 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 64 --tiling s4n32x4m1p4g1c1"
   "$FP8_FLOOR --kv fp8 --t 2 --topk 512 --num-pages 64 --tiling s2n32x8m1p4g1"
   # mla_decode v1_paged: requests split over few CTAs and merged; groups of causal s_q x head
   # blocks; more CTAs than units (page size 16, separate tensors, mixed lengths); one request cut

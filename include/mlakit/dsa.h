@@ -83,8 +83,13 @@ struct DsaTiling {
   int gather = 0;     // g: 0 bulk ckv + cp.async kpe, 1 bulk both, 2 cp.async, 3 register loads (floor)
   int mma = 0;        // w: 0 mma.sync m16n8k16 (heads = M), 1 wgmma m64n16k16 (heads = N)
   int cta_heads = 16;  // h: heads per CTA (v2_fused: 16, or 32 as two consumer warpgroups on each tile)
+  // c: how a split row's partials meet (v2_fp8): 0 through global memory (a workspace, arrival
+  // counters, a cooperative launch); 1 the row's CTAs form one thread-block cluster and merge
+  // through distributed shared memory (no workspace; 2..8 splits).
+  int cluster = 0;
 
-  // Stable short form: "s16n64x2m4", "s8n64x4m1p2", "s8n64x4m1p2g1w1", "s2n64x4m1p1h32".
+  // Stable short form: "s16n64x2m4", "s8n64x4m1p2", "s8n64x4m1p2g1w1", "s2n64x4m1p1h32",
+  // "s8n64x8m1p4g1c1".
   std::string name() const;
   static Status parse(const std::string& name, DsaTiling* out);
   bool operator==(const DsaTiling&) const = default;

@@ -277,6 +277,52 @@ TEST(DsaFp8Plan, ABf16KernelKeyIsRefusedForAnFp8Problem) {
   EXPECT_EQ(plan.kernel_key(), "dsa_decode.v2_fp8.fp8");
 }
 
+// The cluster merge (c1): 2..8 splits of the decode only, no workspace; in the search space, never
+// the default (it lost where measured).
+TEST(DsaFp8Plan, ClusterMergeRulesDefaultAndWorkspace) {
+  const DeviceFacts facts = h200();
+  const DsaKernel& k = *find_kernel_as<DsaKernel>("dsa_decode.v2_fp8.fp8");
+  const DsaKernel& floor = *find_kernel_as<DsaKernel>("dsa_decode.floor_fp8.fp8");
+  const auto why = [&](const DsaKernel& kernel, int t, const char* name) {
+    DsaTiling tiling;
+    EXPECT_TRUE(DsaTiling::parse(name, &tiling).is_ok()) << name;
+    const Status s = kernel.validate(contest_problem(t, DsaKv::kFp8), tiling, facts);
+    return s.is_ok() ? std::string("ok") : s.message();
+  };
+  EXPECT_EQ(why(k, 8, "s8n64x8m1p4g1c1"), "ok");
+  EXPECT_EQ(why(k, 64, "s2n64x4m1p4g1c1"), "ok");
+  // A cluster is gang-scheduled: 16 tokens x 8 splits need not be co-resident (the global merge's do).
+  EXPECT_EQ(why(k, 64, "s8n64x8m1p4g1c1"), "ok");
+  EXPECT_NE(why(k, 64, "s8n64x8m1p4g1").find("must be resident at once"), std::string::npos);
+  EXPECT_NE(why(k, 8, "s16n64x8m1p4g1c1").find("2..8 splits"), std::string::npos);
+  EXPECT_NE(why(k, 8, "s1n64x8m1p4g1c1").find("2..8 splits"), std::string::npos);
+  EXPECT_NE(why(k, 8, "s8n64x8m1p4g1c2").find("c (cluster merge) must be 0"), std::string::npos);
+  EXPECT_NE(why(floor, 8, "s8n64x8m1p4g1c1").find("merges nothing"), std::string::npos);
+  DsaTiling t;
+  ASSERT_TRUE(DsaTiling::parse("s8n64x8m1p4g1c1", &t).is_ok());
+  EXPECT_EQ(t.cluster, 1);
+  EXPECT_EQ(t.name(), "s8n64x8m1p4g1c1");
+  EXPECT_EQ(k.workspace_bytes(contest_problem(8, DsaKv::kFp8), t), 0u);
+  t.cluster = 0;
+  EXPECT_GT(k.workspace_bytes(contest_problem(8, DsaKv::kFp8), t), 0u);
+  for (int tokens : {1, 8, 16, 64, 128}) {
+    const DsaTiling d = k.default_tiling(contest_problem(tokens, DsaKv::kFp8), facts);
+    EXPECT_EQ(d.cluster, 0) << tokens << " " << d.name();
+    EXPECT_TRUE(k.validate(contest_problem(tokens, DsaKv::kFp8), d, facts).is_ok()) << d.name();
+  }
+  int clustered = 0;
+  for (const DsaTiling& s : k.search_space(contest_problem(8, DsaKv::kFp8))) clustered += s.cluster;
+  EXPECT_GT(clustered, 0);
+  for (const DsaTiling& s : floor.search_space(contest_problem(8, DsaKv::kFp8))) EXPECT_EQ(s.cluster, 0);
+  for (const char* other : {"dsa_decode.v2_fused.bf16", "dsa_decode.v1_splitk.bf16", "dsa_decode.floor_gather.bf16"}) {
+    DsaTiling c = find_kernel_as<DsaKernel>(other)->default_tiling(contest_problem(8, DsaKv::kBf16), facts);
+    c.cluster = 1;
+    const Status s = find_kernel_as<DsaKernel>(other)->validate(contest_problem(8, DsaKv::kBf16), c, facts);
+    EXPECT_FALSE(s.is_ok()) << other;
+    EXPECT_NE(s.message().find(" c "), std::string::npos) << other << ": " << s.message();
+  }
+}
+
 // dsa_run checks the tensors before the plan's device: a dry plan reaches every check of the format.
 TEST(DsaFp8Run, CachePointersAndThePageStrideAreChecked) {
   DsaProblem p = contest_problem(1, DsaKv::kFp8);

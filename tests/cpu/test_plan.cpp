@@ -172,10 +172,13 @@ TEST(Tiling, SingleLaunchFieldsAreNamedOnlyAwayFromTheirDefaults) {
   EXPECT_EQ(t.name(), "s2n64x4m1p2h32");
   ASSERT_TRUE(DsaTiling::parse("s2n64x4m1h16", &t).is_ok());  // the default, left out of the name
   EXPECT_EQ(t.name(), "s2n64x4m1");
+  ASSERT_TRUE(DsaTiling::parse("s8n64x8m1p4g1c1", &t).is_ok());
+  EXPECT_EQ(t.cluster, 1);
+  EXPECT_EQ(t.name(), "s8n64x8m1p4g1c1");
   ASSERT_TRUE(DsaTiling::parse("s16n64x2m4", &t).is_ok());  // v1's names are unchanged
   EXPECT_EQ(t.name(), "s16n64x2m4");
   for (const char* bad : {"s8n64x4m1p", "s8n64x4m1w1p2", "s8n64x4m1p2p2", "s8n64x4m1p0", "s8n64x4m1q1",
-                          "s8n64x4m1h32p2", "s8n64x4m1h0"}) {
+                          "s8n64x4m1h32p2", "s8n64x4m1h0", "s8n64x4m1c1h32", "s8n64x4m1c-1"}) {
     const Status s = DsaTiling::parse(bad, &t);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find(bad), std::string::npos) << s.message();
@@ -294,7 +297,7 @@ TEST(V1SplitK, RejectsTheSingleLaunchFields) {
   DsaTiling t;
   ASSERT_TRUE(DsaTiling::parse("s16n64x2m4p2", &t).is_ok());
   const Status s = v1().validate(contest(8), t, device("H200"));
-  EXPECT_NE(s.message().find("leave p, g, w and h out"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("leave p, g, w, h and c out"), std::string::npos) << s.message();
 }
 
 // A plan for the H200 of the table (no GPU needed): what tests of dsa_run start from.

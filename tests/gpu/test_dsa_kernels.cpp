@@ -167,14 +167,15 @@ TEST(DsaFp8Tilings, EveryInstanceMatchesReference) {
   const KernelEntry* kernel = find_kernel("dsa_decode.v2_fp8.fp8");
   ASSERT_NE(kernel, nullptr);
   REQUIRE_GPU_FOR(*kernel);
-  for (const char* pipe : {"x4m1p4", "x8m1p4"})
-    for (const char* splits : {"s2n32", "s16n32"}) {
-      const std::string name = std::string(splits) + pipe + "g1";
-      SCOPED_TRACE(name);
-      int checked = 0;
-      verify_suite(*kernel, "dsa-contest-fp8", &name, &checked, 1);
-      EXPECT_GT(checked, 0) << "no dsa-contest-fp8 workload accepts tiling " << name;
-    }
+  // Split rows merge through global memory (s2, s16) and inside a cluster (c1: 2 and 8 CTAs).
+  for (const char* tiling : {"s2n32x4m1p4g1", "s16n32x4m1p4g1", "s2n32x8m1p4g1", "s16n32x8m1p4g1", "s2n32x4m1p4g1c1",
+                             "s8n32x8m1p4g1c1"}) {
+    const std::string name = tiling;
+    SCOPED_TRACE(name);
+    int checked = 0;
+    verify_suite(*kernel, "dsa-contest-fp8", &name, &checked, 1);
+    EXPECT_GT(checked, 0) << "no dsa-contest-fp8 workload accepts tiling " << name;
+  }
 }
 
 // More heads run as one CTA per 16, 32 (h32: two consumer warpgroups on each gathered tile) or 64
@@ -201,12 +202,17 @@ TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
           parsed.gather = 1;
           parsed.producers = 4;
         }
-        const std::string name = parsed.name();
         const std::string suite = "dsa-edge-h" + std::to_string(heads) + (fp8 ? "-fp8" : "");
-        SCOPED_TRACE(suite + " " + name);
-        int checked = 0;
-        verify_suite(*kernel, suite, &name, &checked, 1);
-        EXPECT_GT(checked, 0) << "no " << suite << " workload accepts tiling " << name;
+        // v2_fp8's split rows also merge in clusters, one per (row, head group).
+        for (int cluster : {0, 1}) {
+          if (cluster == 1 && !(fp8 && parsed.num_splits > 1)) continue;
+          parsed.cluster = cluster;
+          const std::string name = parsed.name();
+          SCOPED_TRACE(suite + " " + name);
+          int checked = 0;
+          verify_suite(*kernel, suite, &name, &checked, 1);
+          EXPECT_GT(checked, 0) << "no " << suite << " workload accepts tiling " << name;
+        }
       }
   }
 }

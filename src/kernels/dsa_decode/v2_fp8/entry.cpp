@@ -2,7 +2,8 @@
 // (its gather floor: the same kernel with Work::kStreamOnly). Tiling fields (DsaTiling) as
 // v2_fused's: num_splits = CTAs per row, block_n = least slots per split, stages = 32-row raw ring
 // stages, p = producer warps (4: one warpgroup); m = 1 (in-kernel merge), g = 1 (one bulk copy
-// per 656-byte row, the only gather), w = 0 (mma.sync).
+// per 656-byte row, the only gather), w = 0 (mma.sync); c = 1: a split row merges inside a
+// thread-block cluster of its CTAs (2..8 splits, no workspace), c = 0 through global memory.
 #include "kernels/dsa_decode/v2_fp8/entry.h"
 
 #include <algorithm>
@@ -29,13 +30,14 @@ constexpr int kBulkGather = int(Gather::kBulk);
 // instance), else the documented need.
 int registers_needed(const DsaTiling& t, Work work, const DeviceFacts& dev) {
   if (!dev.live) return kDocumentedRegisters;
-  static std::array<std::atomic<int>, std::size(kFp8Pipes) * 2> known{};
+  static std::array<std::atomic<int>, std::size(kFp8Pipes) * 4> known{};
   size_t slot = 0;
   while (kFp8Pipes[slot].stages != t.stages || kFp8Pipes[slot].producers != t.producers) ++slot;
-  slot = slot * 2 + size_t(work);
+  slot = (slot * 2 + size_t(work)) * 2 + size_t(t.cluster);
   if (int regs = known[slot].load(std::memory_order_relaxed); regs > 0) return regs;
   cudaFuncAttributes attr;
-  if (kernel_attributes(Instance{Pipe{t.stages, t.producers}, work}, &attr) != cudaSuccess || attr.numRegs <= 0) {
+  if (kernel_attributes(Instance{Pipe{t.stages, t.producers}, work, t.cluster == 1}, &attr) != cudaSuccess ||
+      attr.numRegs <= 0) {
     cudaGetLastError();  // no image for this device: not sticky, and the documented need holds
     return kDocumentedRegisters;
   }
@@ -56,6 +58,9 @@ Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
     return reject(t, "g (gather) must be 1: each 656-byte row is one bulk copy; got " + std::to_string(t.gather));
   if (t.mma != int(dsa_v2::Mma::kSync)) return reject(t, "w (MMA path) must be 0 (mma.sync); got " + std::to_string(t.mma));
   if (t.cta_heads != 16) return reject(t, "h (heads per CTA) must be 16; got " + std::to_string(t.cta_heads));
+  if (t.cluster != 0 && t.cluster != 1)
+    return reject(t, "c (cluster merge) must be 0 (global memory) or 1 (cluster); got " + std::to_string(t.cluster));
+  if (t.cluster == 1 && work != Work::kDecode) return reject(t, "c must be 0 for the gather floor: it merges nothing");
   if (!is_fp8_pipe(Pipe{t.stages, t.producers}))
     return reject(t, "(stages, producers) = (" + std::to_string(t.stages) + ", " + std::to_string(t.producers) +
                          ") is not instantiated; compiled:" + compiled_pipes());
@@ -88,26 +93,45 @@ class V2Fp8 final : public DsaKernel {
     return work_ == Work::kDecode ? decode : floor;
   }
 
+  // v2_fused's space, and for the decode every split count of 2..8 also with the cluster merge.
   std::vector<DsaTiling> search_space(const DsaProblem&) const override {
-    return dsa_ring::ring_search_space(dsa_v2::kMaxSplits, {kBulkGather},
-                                       {std::begin(kFp8Pipes), std::end(kFp8Pipes)});
+    std::vector<DsaTiling> out = dsa_ring::ring_search_space(dsa_v2::kMaxSplits, {kBulkGather},
+                                                             {std::begin(kFp8Pipes), std::end(kFp8Pipes)});
+    if (work_ != Work::kDecode) return out;
+    const size_t n = out.size();
+    for (size_t i = 0; i < n; ++i)
+      if (out[i].num_splits > 1 && out[i].num_splits <= kMaxClusterSplits) {
+        out.push_back(out[i]);
+        out.back().cluster = 1;
+      }
+    return out;
   }
 
+  // The split count v2_fused would take, merged through global memory: the cluster merge lost at
+  // every size where it was measured (the devlog's step 7); the tuner may still choose it.
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, groups(p)), kDefaultMinRows, kFp8DefaultPipe.stages, 1,
-                     kFp8DefaultPipe.producers, kBulkGather, int(dsa_v2::Mma::kSync)};
+    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, groups(p)), kDefaultMinRows,
+                     kFp8DefaultPipe.stages, 1, kFp8DefaultPipe.producers, kBulkGather, int(dsa_v2::Mma::kSync)};
   }
 
   Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem(info().variant, p, kMaxTopk));
     MLAKIT_RETURN_IF_ERROR(check_instance(t, work_, dev));
-    const bool merges = work_ == Work::kDecode && t.num_splits > 1;
-    if (merges) MLAKIT_RETURN_IF_ERROR(dsa_ring::check_counted_blocks(p, t));
-    return dsa_ring::check_split(p, t, dev, dsa_v2::kMaxSplits, /*co_resident=*/merges, kCtasPerSm, groups(p));
+    if (t.cluster == 1 && (t.num_splits < 2 || t.num_splits > kMaxClusterSplits))
+      return dsa_ring::reject(t, "c = 1 makes a row's " + std::to_string(t.num_splits) +
+                                     " CTAs one thread-block cluster: 2.." + std::to_string(kMaxClusterSplits) +
+                                     " splits (the portable cluster size)");
+    // Merges through global memory wait at counters: every CTA of the grid co-resident. A cluster is
+    // scheduled whole, and clusters never wait for each other.
+    const bool global_merge = work_ == Work::kDecode && t.num_splits > 1 && t.cluster == 0;
+    if (global_merge) MLAKIT_RETURN_IF_ERROR(dsa_ring::check_counted_blocks(p, t));
+    return dsa_ring::check_split(p, t, dev, dsa_v2::kMaxSplits, /*co_resident=*/global_merge, kCtasPerSm, groups(p));
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
-    return work_ == Work::kDecode ? dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes : 0;
+    return work_ == Work::kDecode && t.cluster == 0
+               ? dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes
+               : 0;
   }
 
   std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
@@ -119,7 +143,9 @@ class V2Fp8 final : public DsaKernel {
                   "per row, %s; workspace %s",
                   info().key.c_str(), t.name().c_str(), t.num_splits * groups(p), p.num_tokens,
                   work_ == Work::kDecode ? dsa_ring::heads_note(p).c_str() : "",
-                  t.num_splits > 1 && work_ == Work::kDecode ? ", cooperative: split rows merge in-kernel" : "",
+                  t.num_splits <= 1 || work_ != Work::kDecode ? ""
+                  : t.cluster == 1 ? ", clusters of a row's CTAs: split rows merge through distributed shared memory"
+                                   : ", cooperative: split rows merge in-kernel through global memory",
                   kWgs * kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
                   work_ == Work::kDecode ? "E4M3 bytes into mma.sync m16n8k16 fragments" : "no math (floor)",
                   format_kb(workspace_bytes(p, t)).c_str());
@@ -133,12 +159,12 @@ class V2Fp8 final : public DsaKernel {
     a.head_groups = groups(p);
     const dsa_v2::WorkspaceLayout w = dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
     auto* base = static_cast<char*>(workspace);
-    if (work_ == Work::kDecode && w.bytes > 0) {
+    if (work_ == Work::kDecode && t.cluster == 0 && w.bytes > 0) {  // a cluster merges in shared memory
       a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
       a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
       a.part_o = reinterpret_cast<float*>(base + w.part_o);
     }
-    return cuda_status(dsa_v2_fp8::launch(a, Instance{Pipe{t.stages, t.producers}, work_}, stream),
+    return cuda_status(dsa_v2_fp8::launch(a, Instance{Pipe{t.stages, t.producers}, work_, t.cluster == 1}, stream),
                        info().key + " launch");
   }
 

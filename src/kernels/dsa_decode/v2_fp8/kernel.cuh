@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "kernels/common/bf16x2.cuh"
+#include "kernels/common/cluster.cuh"
 #include "kernels/dsa_decode/v2_fp8/traits.h"
 #include "kernels/dsa_decode/v2_fused/kernel.cuh"
 
@@ -304,6 +305,12 @@ __device__ __forceinline__ void for_each_tile(Smem& s, int count, int v, Body&& 
 // and consumed), lane for lane (the fragment layouts are the same), and warpgroup 0 folds it in.
 // The hand-over's area at the ring's start: warpgroup 1's O, m and l, one float per thread each.
 constexpr size_t kHandOverBytes = (kOTiles * 4 + 4) * kConsumerThreads * sizeof(float);
+// Behind it, the partial staged by store(): warp w's 16 x 128 floats at rows of kStagePitch floats
+// (rows g and g + 1 start 16 bytes apart in the banks), then (m, l) of the 16 heads (the cluster
+// merge reads both from every CTA of the row).
+constexpr int kStagePitch = kDimsPerWarp + 4;
+constexpr size_t kStagedMlOffset = kHandOverBytes + kConsumerWarps * kHeads * kStagePitch * sizeof(float);
+constexpr size_t kStagedEnd = kStagedMlOffset + kHeads * sizeof(float2);
 
 template <class Smem>
 __device__ __forceinline__ void combine_warpgroups(Smem& s, int v, RowState& st, float (&l_total)[2],
@@ -348,14 +355,15 @@ __device__ __forceinline__ void combine_warpgroups(Smem& s, int v, RowState& st,
 // touching half of 32 sectors, twice the L2 write requests of the same bytes; so each warp stages
 // its 16 x 128 floats in the ring, behind combine_warpgroups' area (every stage is consumed and the
 // warpgroup is past reduce_row_sums' barrier), and writes them a row of 512 bytes per instruction.
-template <bool kPartial, class Smem>
+// In a cluster (kCluster) the staged partial and its (m, l) stay in shared memory, where
+// merge_cluster reads them.
+template <bool kPartial, bool kCluster, class Smem>
 __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int split, const RowState& st,
                                       const float (&l_total)[2], const float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
   const int64_t row0 = kPartial ? (int64_t(hb) * p.max_splits + split) * kHeads : int64_t(hb) * kHeads;
-  constexpr int kPitch = kDimsPerWarp + 4;  // floats; rows g and g + 1 start 16 bytes apart in the banks
-  static_assert(kHandOverBytes + kConsumerWarps * kHeads * kPitch * sizeof(float) <= sizeof(s.ring),
-                "the staged partial fits in the ring behind the warpgroups' hand-over");
+  constexpr int kPitch = kStagePitch;
+  static_assert(kStagedEnd <= sizeof(s.ring), "the staged partial fits in the ring behind the warpgroups' hand-over");
   float* stage = reinterpret_cast<float*>(&s.ring[0][0] + kHandOverBytes) + w * kHeads * kPitch;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -376,7 +384,7 @@ __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int spli
       }
     }
   }
-  if constexpr (kPartial) {
+  if constexpr (kPartial && !kCluster) {
     __syncwarp();
 #pragma unroll 4
     for (int r = 0; r < kHeads; ++r)
@@ -384,11 +392,48 @@ __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int spli
           *reinterpret_cast<const float4*>(stage + r * kPitch + 4 * lane);
   }
   if (w == 0 && t == 0) {
+    auto* staged_ml = reinterpret_cast<float2*>(&s.ring[0][0] + kStagedMlOffset);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      if constexpr (kPartial) p.part_ml[row0 + g + 8 * r] = make_float2(st.m[r], l_total[r]);
+      if constexpr (kPartial && kCluster) staged_ml[g + 8 * r] = make_float2(st.m[r], l_total[r]);
+      else if constexpr (kPartial) p.part_ml[row0 + g + 8 * r] = make_float2(st.m[r], l_total[r]);
       else p.io.lse[row0 + g + 8 * r] = st.m[r] + log2f(l_total[r]);
     }
+  }
+}
+
+// The merge inside a cluster (the row's CTAs, rank = split): after a cluster barrier, CTA `split`
+// merges output chunks [split * 1024 / splits, (split + 1) * 1024 / splits) as merge_splits does,
+// reading every CTA's staged partial and (m, l) from its shared memory (all loads of a chunk
+// first, in split order: deterministic). The caller keeps every CTA alive until all have read.
+template <class Smem>
+__device__ __forceinline__ void merge_cluster(const Params& p, Smem& s, int hb, int split, int splits) {
+  constexpr int kChunks = kHeads * kDimV / 8;
+  const uint32_t staged = smem_addr(&s.ring[0][0] + kHandOverBytes);
+  const uint32_t staged_ml = smem_addr(&s.ring[0][0] + kStagedMlOffset);
+  const int end = (split + 1) * kChunks / splits;
+  for (int c = split * kChunks / splits + int(threadIdx.x); c < end; c += kWgs * kConsumerThreads) {
+    const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
+    const uint32_t off = uint32_t(((d0 / kDimsPerWarp) * kHeads * kStagePitch + h * kStagePitch + d0 % kDimsPerWarp) *
+                                  sizeof(float));
+    float4 a[kMaxClusterSplits], b[kMaxClusterSplits];
+    float2 v[kMaxClusterSplits];
+#pragma unroll
+    for (int j = 0; j < kMaxClusterSplits; ++j) {
+      if (j < splits) {
+        const uint32_t src = map_shared_rank(staged + off, uint32_t(j));
+        a[j] = ld_shared_cluster_v4(src);
+        b[j] = ld_shared_cluster_v4(src + 16);
+        v[j] = ld_shared_cluster_v2(map_shared_rank(staged_ml + uint32_t(h * sizeof(float2)), uint32_t(j)));
+      } else {
+        a[j] = b[j] = float4{};
+        v[j] = float2{};  // l = 0: skipped
+      }
+    }
+    dsa_v2::ChunkMerge m;
+#pragma unroll
+    for (int j = 0; j < kMaxClusterSplits; ++j) m.add(a[j], b[j], v[j]);
+    m.store(p, hb, h, d0);
   }
 }
 
@@ -402,7 +447,7 @@ __device__ void drain(Smem& s, int count) {
   }
 }
 
-template <int Stages, class Smem>
+template <int Stages, bool kCluster, class Smem>
 __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, const RowSlice& rs) {
   const int v = dsa_v2::consumer_wg();
   // Warpgroup v takes tiles v, v + 2, ... of 64 slots, or, when the split holds one tile, its
@@ -441,8 +486,8 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
   dsa_v2::reduce_row_sums(part, st, l_total);
   if (pair) combine_warpgroups(s, v, st, l_total, o);
   if (v == 1) return;
-  if (rs.splits == 1) store<false>(p, s, hb, split, st, l_total, o);
-  else store<true>(p, s, hb, split, st, l_total, o);
+  if (rs.splits == 1) store<false, false>(p, s, hb, split, st, l_total, o);
+  else store<true, kCluster>(p, s, hb, split, st, l_total, o);
 }
 
 template <Work W, class Smem>
@@ -454,13 +499,16 @@ __device__ void init_barriers(Smem& s) {
   mbar_fence_init();
 }
 
-template <int Stages, int Producers, Work W>
+template <int Stages, int Producers, Work W, bool kCluster>
 __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
     dsa_v2_fp8_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
   constexpr bool kDecode = W == Work::kDecode;
-  const int split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
+  static_assert(!kCluster || kDecode, "only the decode merges");
+  // A cluster is the max_splits CTAs of one (row, head group), neighbours along x.
+  const int split = kCluster ? blockIdx.x % p.max_splits : blockIdx.x / p.head_groups;
+  const int group = kCluster ? blockIdx.x / p.max_splits : blockIdx.x % p.head_groups, t = blockIdx.y;
   const int hb = t * p.head_groups + group, warp = threadIdx.x / 32;  // hb: the head block (v2_fused)
   constexpr int kConsumerWarpsAll = kConsumerWarps * kWgs;
   const bool q_loader = kDecode && warp == kConsumerWarpsAll;
@@ -490,14 +538,19 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
     if (dsa_v2::consumer_wg() == 0) drain<Stages>(s, rs.count);  // the floor: one warpgroup sees every stage
     return;
   } else {
-    consume_and_store<Stages>(p, s, hb, split, rs);
+    consume_and_store<Stages, kCluster>(p, s, hb, split, rs);
     if (rs.splits == 1) return;
-    // The consumers merge (the producers are gone): their barrier instead of the CTA's.
-    const auto consumers_sync = [] { named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads); };
-    uint32_t* counters = p.counters + 2 * hb;
-    dsa_v2::wait_for_row(&counters[0], rs.splits, consumers_sync);
-    dsa_v2::merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
-    dsa_v2::leave_row(counters, rs.splits);
+    if constexpr (kCluster) {  // the row's other CTAs are idle (exited: arrived) or at the same barriers
+      cluster_sync();          // every partial is staged
+      merge_cluster(p, s, hb, split, rs.splits);
+      cluster_sync();  // nobody reads this CTA's shared memory any more
+    } else {  // the consumers merge (the producers are gone): their barrier instead of the CTA's
+      const auto consumers_sync = [] { named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads); };
+      uint32_t* counters = p.counters + 2 * hb;
+      dsa_v2::wait_for_row(&counters[0], rs.splits, consumers_sync);
+      dsa_v2::merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
+      dsa_v2::leave_row(counters, rs.splits);
+    }
   }
 }
 

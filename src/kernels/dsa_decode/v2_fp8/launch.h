@@ -11,10 +11,12 @@ namespace mlakit::dsa_v2_fp8 {
 struct Instance {
   Pipe pipe;
   Work work;
+  bool cluster = false;  // the decode's split rows merge in a cluster of max_splits CTAs
 };
 
-// One launch: grid (max_splits x head_groups, T), cooperative when a row may be split. cudaErrorInvalidValue for
-// an instance that is not compiled.
+// One launch: grid (max_splits x head_groups, T); when a row may be split, cooperative, or in
+// clusters of max_splits CTAs (Instance::cluster, 2..kMaxClusterSplits). cudaErrorInvalidValue for
+// an instance that is not compiled or a cluster the parameters do not allow.
 cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream);
 
 // Registers and local memory of an instance's kernel (validation and --explain).

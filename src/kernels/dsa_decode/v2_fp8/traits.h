@@ -43,6 +43,11 @@ enum class Work { kDecode = 0, kStreamOnly = 1 };
 constexpr Pipe kFp8Pipes[] = {{4, kProducerWarps}, {8, kProducerWarps}};
 constexpr Pipe kFp8DefaultPipe = {8, kProducerWarps};
 
+// Split rows merge through global memory (a workspace, a cooperative launch), or, with
+// DsaTiling::cluster, inside a thread-block cluster of a row's CTAs through distributed shared
+// memory: at most the portable cluster size of CTAs.
+constexpr int kMaxClusterSplits = 8;
+
 // Kernel arguments: v2_fused's, plus the page size (a slot's row is at
 // kv_cache + (slot / page_size) * kv_stride_page + (slot % page_size) * 656).
 struct Params : dsa_v2::Params {

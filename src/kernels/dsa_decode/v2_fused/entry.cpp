@@ -71,6 +71,7 @@ int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
 Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
   using dsa_ring::reject;
   if (t.merge_head_groups != 1) return reject(t, "v2_fused merges in the kernel: m must be 1; got " + std::to_string(t.merge_head_groups));
+  if (t.cluster != 0) return reject(t, "v2_fused merges split rows through global memory: c must be 0; got " + std::to_string(t.cluster));
   if (t.gather < 0 || t.gather > int(Gather::kCpAsync))
     return reject(t, "g (gather) must be 0 (bulk ckv + cp.async kpe), 1 (bulk) or 2 (cp.async); got " +
                          std::to_string(t.gather));

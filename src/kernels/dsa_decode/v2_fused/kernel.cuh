@@ -173,6 +173,36 @@ __device__ inline void leave_row(uint32_t* counters, int splits) {
 // O = sum_j 2^(m_j - M) O_j / sum_j 2^(m_j - M) l_j rescaled whenever M grows. Every thread of a
 // head sees the same splits in the same order: the result is deterministic.
 constexpr int kMergeBatch = 8;
+
+// The merge of one chunk: partials (O_j of the chunk's 8 dims, (m_j, l_j)) folded in split order.
+struct ChunkMerge {
+  float acc[8] = {}, m_run = -INFINITY, l_run = 0.f;
+
+  __device__ __forceinline__ void add(const float4& a, const float4& b, float2 ml) {
+    if (!(ml.y > 0.f)) return;  // past the row's splits (l = 0 there too)
+    const float m_new = fmaxf(m_run, ml.x);
+    const float keep = exp2f(m_run - m_new), w = exp2f(ml.x - m_new);  // exp2(-inf) = 0
+    l_run = l_run * keep + w * ml.y;
+    acc[0] = acc[0] * keep + w * a.x, acc[1] = acc[1] * keep + w * a.y;
+    acc[2] = acc[2] * keep + w * a.z, acc[3] = acc[3] * keep + w * a.w;
+    acc[4] = acc[4] * keep + w * b.x, acc[5] = acc[5] * keep + w * b.y;
+    acc[6] = acc[6] * keep + w * b.z, acc[7] = acc[7] * keep + w * b.w;
+    m_run = m_new;
+  }
+
+  // O / l as bf16 into dims [d0, d0 + 8) of head h of block hb; the lse with the chunk of dim 0.
+  __device__ __forceinline__ void store(const Params& p, int hb, int h, int d0) const {
+    const float inv = l_run > 0.f ? 1.f / l_run : 0.f;
+    uint4 packed;
+    packed.x = pack_bf16x2(acc[0] * inv, acc[1] * inv);
+    packed.y = pack_bf16x2(acc[2] * inv, acc[3] * inv);
+    packed.z = pack_bf16x2(acc[4] * inv, acc[5] * inv);
+    packed.w = pack_bf16x2(acc[6] * inv, acc[7] * inv);
+    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) = packed;
+    if (d0 == 0) p.io.lse[hb * kHeads + h] = l_run > 0.f ? m_run + log2f(l_run) : -INFINITY;
+  }
+};
+
 // Threads [0, threads) take part.
 __device__ inline void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
   constexpr int kChunks = kHeads * kDimV / 8;
@@ -181,7 +211,7 @@ __device__ inline void merge_splits(const Params& p, int hb, int split, int spli
   const int end = (split + 1) * kChunks / splits;
   for (int c = split * kChunks / splits + threadIdx.x; c < end; c += threads) {
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
-    float acc[8] = {}, m_run = -INFINITY, l_run = 0.f;
+    ChunkMerge m;
     for (int j0 = 0; j0 < splits; j0 += kMergeBatch) {
       float4 a[kMergeBatch], b[kMergeBatch];
       float2 v[kMergeBatch];
@@ -194,26 +224,9 @@ __device__ inline void merge_splits(const Params& p, int hb, int split, int spli
         v[u] = in ? ml[(j0 + u) * kHeads + h] : float2{};
       }
 #pragma unroll
-      for (int u = 0; u < kMergeBatch; ++u) {
-        if (!(v[u].y > 0.f)) continue;  // past the row's splits (l = 0 there too)
-        const float m_new = fmaxf(m_run, v[u].x);
-        const float keep = exp2f(m_run - m_new), w = exp2f(v[u].x - m_new);  // exp2(-inf) = 0
-        l_run = l_run * keep + w * v[u].y;
-        acc[0] = acc[0] * keep + w * a[u].x, acc[1] = acc[1] * keep + w * a[u].y;
-        acc[2] = acc[2] * keep + w * a[u].z, acc[3] = acc[3] * keep + w * a[u].w;
-        acc[4] = acc[4] * keep + w * b[u].x, acc[5] = acc[5] * keep + w * b[u].y;
-        acc[6] = acc[6] * keep + w * b[u].z, acc[7] = acc[7] * keep + w * b[u].w;
-        m_run = m_new;
-      }
+      for (int u = 0; u < kMergeBatch; ++u) m.add(a[u], b[u], v[u]);
     }
-    const float inv = l_run > 0.f ? 1.f / l_run : 0.f;
-    uint4 packed;
-    packed.x = pack_bf16x2(acc[0] * inv, acc[1] * inv);
-    packed.y = pack_bf16x2(acc[2] * inv, acc[3] * inv);
-    packed.z = pack_bf16x2(acc[4] * inv, acc[5] * inv);
-    packed.w = pack_bf16x2(acc[6] * inv, acc[7] * inv);
-    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) = packed;
-    if (d0 == 0) p.io.lse[hb * kHeads + h] = l_run > 0.f ? m_run + log2f(l_run) : -INFINITY;
+    m.store(p, hb, h, d0);
   }
 }
 
