@@ -255,8 +255,14 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   heads.num_heads = 16;
   EXPECT_NE(why(heads, "s8n64x4m1p2h32").find("h (heads per CTA) must divide num_heads=16"), std::string::npos);
   EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p2");
-  // The default: about one CTA per SM, the default ring, mma.sync.
-  EXPECT_EQ(v2.default_tiling(contest(1), h200).name(), "s64n64x4m1p2");
+  // The default: about one CTA per SM, the default ring, mma.sync; at T = 1 no more splits than a
+  // row of 2048 slots fills at 64 per split (32), and for a short top-k fewer still.
+  EXPECT_EQ(v2.default_tiling(contest(1), h200).name(), "s32n64x4m1p2");
+  DsaProblem short_topk = contest(1);
+  short_topk.topk = 600;  // 10 splits of 64: the first power of two above, 16
+  EXPECT_EQ(v2.default_tiling(short_topk, h200).name(), "s16n64x4m1p2");
+  short_topk.topk = 64;
+  EXPECT_EQ(v2.default_tiling(short_topk, h200).name(), "s1n64x4m1p2");
   EXPECT_EQ(v2.default_tiling(contest(16), h200).name(), "s8n64x4m1p2");
   EXPECT_EQ(v2.default_tiling(contest(128), h200).name(), "s1n64x4m1p2");
   for (const DsaTiling& t : v2.search_space(contest(8)))

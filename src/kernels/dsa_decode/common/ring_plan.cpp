@@ -56,10 +56,11 @@ Status check_split(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& d
   return Status::ok();
 }
 
-int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits, int groups) {
+int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits, int min_rows, int groups) {
   const int sms = dev.num_sms > 0 ? dev.num_sms : 132;
+  const int usable = std::max(1, split_row(p.topk, max_splits, std::max(min_rows, 1)).splits);
   int s = 1;
-  while (s * 2 <= max_splits && (long long)s * 2 * p.num_tokens * groups <= sms) s *= 2;
+  while (s * 2 <= max_splits && s < usable && (long long)s * 2 * p.num_tokens * groups <= sms) s *= 2;
   return s;
 }
 

@@ -48,8 +48,11 @@ Status check_split(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& d
                    bool co_resident, int ctas_per_sm, int groups = 1);
 
 // About one CTA per SM: the largest power of two S <= max_splits with S x T x `groups` <= SMs (1 when
-// T x groups >= SMs). `groups`: CTAs per (row, split), head_groups() for a decode kernel.
-int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits, int groups = 1);
+// T x groups >= SMs). `groups`: CTAs per (row, split), head_groups() for a decode kernel. No larger
+// than the first power of two that covers the splits of a full row (topk slots at `min_rows` per
+// split): the CTAs past those could only read the index row and leave (64 splits at T <= 2 and
+// topk 2048 launched 32 such CTAs per row; any S from there on splits every row the same way).
+int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits, int min_rows, int groups = 1);
 
 // "3, 4 or 5"
 std::string or_list(const std::vector<int>& values);

@@ -49,7 +49,7 @@ class FloorGather final : public DsaKernel {
   }
 
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    return DsaTiling{dsa_ring::default_splits(p, dev, kMaxSplits), kDefaultMinRows, kDefaultPipe.stages, 1,
+    return DsaTiling{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows), kDefaultMinRows, kDefaultPipe.stages, 1,
                      kDefaultPipe.producers, int(Gather::kHybrid), 0};
   }
 

@@ -110,7 +110,7 @@ class V2Fp8 final : public DsaKernel {
   // The split count v2_fused would take, merged through global memory: the cluster merge lost at
   // every size where it was measured (the devlog's step 7); the tuner may still choose it.
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, groups(p)), kDefaultMinRows,
+    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows, groups(p)), kDefaultMinRows,
                      kFp8DefaultPipe.stages, 1, kFp8DefaultPipe.producers, kBulkGather, int(dsa_v2::Mma::kSync)};
   }
 

@@ -158,13 +158,14 @@ class V2Fused final : public DsaKernel {
   // the devlog's step 10).
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
     if (p.num_heads % h64::kCtaHeads == 0 && p.num_tokens * p.num_heads >= kH64MinTokenHeads) {
-      DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, dsa_ring::head_groups(p, h64::kCtaHeads)),
+      DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, h64::kCtaHeads)),
                   kDefaultMinRows, kH64Pipe.stages, 1, kH64Pipe.producers, int(Gather::kCpAsync), int(Mma::kWgmma)};
       t.cta_heads = h64::kCtaHeads;
       return t;
     }
     const int cta_heads = p.num_heads % 32 == 0 ? 32 : kHeads;
-    DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, dsa_ring::head_groups(p, cta_heads)), kDefaultMinRows,
+    DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, cta_heads)),
+                kDefaultMinRows,
                 kDefaultPipe.stages, 1, kDefaultPipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
     t.cta_heads = cta_heads;
     return t;
