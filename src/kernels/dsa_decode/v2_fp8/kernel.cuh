@@ -15,7 +15,9 @@
 //   the end warpgroup 1's (m, l, O) is folded into warpgroup 0's, which stores. (Earlier designs
 //   dequantized the tile into a bf16 copy in shared memory first, one warpgroup did all tiles, PV
 //   ran in bf16: the devlog's steps.)
-//   Splits merge in the kernel as v2_fused's (the same functions), by the 256 consumer threads.
+//   Splits merge in the kernel as v2_fused's (the same functions), by the 256 consumer threads, or
+//   (tiling c1, kCluster) inside a thread-block cluster of the row's CTAs, each reading the others'
+//   staged partials from their shared memory (merge_cluster; slower where measured, for the tuner).
 //   Work::kStreamOnly is the gather floor: the same rows into the same ring, released on arrival
 //   by warpgroup 0, nothing computed or written.
 //   Shared memory (traits.h): barriers | per consumer warpgroup: reductions, Q / partial S
