@@ -11,13 +11,6 @@
 
 namespace mlakit::kernels {
 
-// This CTA's rank in its cluster.
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-
 // Arrival orders this thread's earlier memory accesses (shared memory included) before the wait of
 // every thread of the cluster; the wait returns once every non-exited thread of the cluster arrived.
 __device__ __forceinline__ void cluster_arrive_release() {

@@ -53,4 +53,10 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   return r;
 }
 
+// Eight floats times `scale` as eight bf16 (one 16-byte store), the first in the low half.
+__device__ __forceinline__ uint4 pack_bf16x8(const float (&v)[8], float scale) {
+  return make_uint4(pack_bf16x2(v[0] * scale, v[1] * scale), pack_bf16x2(v[2] * scale, v[3] * scale),
+                    pack_bf16x2(v[4] * scale, v[5] * scale), pack_bf16x2(v[6] * scale, v[7] * scale));
+}
+
 }  // namespace mlakit::kernels

@@ -362,13 +362,8 @@ __global__ void __launch_bounds__(kMergeMaxThreads) dsa_merge_kernel(const __gri
     acc[0] += w * a.x, acc[1] += w * a.y, acc[2] += w * a.z, acc[3] += w * a.w;
     acc[4] += w * b.x, acc[5] += w * b.y, acc[6] += w * b.z, acc[7] += w * b.w;
   }
-  const float inv = l_sum > 0.f ? 1.f / l_sum : 0.f;
-  uint4 packed;
-  packed.x = pack_bf16x2(acc[0] * inv, acc[1] * inv);
-  packed.y = pack_bf16x2(acc[2] * inv, acc[3] * inv);
-  packed.z = pack_bf16x2(acc[4] * inv, acc[5] * inv);
-  packed.w = pack_bf16x2(acc[6] * inv, acc[7] * inv);
-  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(t) * kHeads + h) * kDimV + d0) = packed;
+  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(t) * kHeads + h) * kDimV + d0) =
+      pack_bf16x8(acc, l_sum > 0.f ? 1.f / l_sum : 0.f);
   if (threadIdx.x % kMergeThreadsPerHead == 0)
     p.io.lse[t * kHeads + h] = l_sum > 0.f ? m_max + log2f(l_sum) : -INFINITY;
 }

@@ -84,7 +84,7 @@ class V2Fp8 final : public DsaKernel {
     static const KernelInfo decode{"dsa_decode.v2_fp8.fp8", "dsa_decode", "v2_fp8", "fp8", dsa_ring::head_counts(),
                                    /*rank=*/2,
                                    "v2_fused over the FP8 cache: one bulk copy per 656-byte row, consumers "
-                                   "read E4M3 bytes into MMA fragments (QK f16, PV bf16), in-kernel merge",
+                                   "read E4M3 bytes into MMA fragments (QK and PV in f16), in-kernel merge",
                                    ArchRequirement{9, 0, true}};
     static const KernelInfo floor{"dsa_decode.floor_fp8.fp8", "dsa_decode", "floor_fp8", "fp8", dsa_ring::head_counts(),
                                   /*rank=*/0,

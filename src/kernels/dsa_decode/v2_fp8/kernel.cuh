@@ -1,7 +1,8 @@
 // DSA sparse decode over the FP8 cache (v2_fp8): v2_fused's single launch with 656-byte rows.
 //
 //   grid = (max_splits x head_groups, T) as v2_fused: CTA (s x head_groups + g, t) compacts index
-//   row t, takes split s of it and computes heads [16 g, 16 g + 16) (the floor: one group).
+//   row t, takes split s of it and computes heads [16 g, 16 g + 16) (the floor: one group); with
+//   the cluster merge (kCluster) CTA (g x max_splits + s, t), so that a cluster is one row's splits.
 //   warps 8-11: producers, one warpgroup (setmaxnreg lowers it to 40 registers, the consumers
 //   rise to 232). Warp 8 loads Q first (one copy, read by both consumer warpgroups). Stage i is warp
 //   i % 4's: 32 bulk copies of one whole 656-byte row (lane r: row r) into the raw ring,

@@ -192,13 +192,8 @@ struct ChunkMerge {
 
   // O / l as bf16 into dims [d0, d0 + 8) of head h of block hb; the lse with the chunk of dim 0.
   __device__ __forceinline__ void store(const Params& p, int hb, int h, int d0) const {
-    const float inv = l_run > 0.f ? 1.f / l_run : 0.f;
-    uint4 packed;
-    packed.x = pack_bf16x2(acc[0] * inv, acc[1] * inv);
-    packed.y = pack_bf16x2(acc[2] * inv, acc[3] * inv);
-    packed.z = pack_bf16x2(acc[4] * inv, acc[5] * inv);
-    packed.w = pack_bf16x2(acc[6] * inv, acc[7] * inv);
-    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) = packed;
+    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) =
+        pack_bf16x8(acc, l_run > 0.f ? 1.f / l_run : 0.f);
     if (d0 == 0) p.io.lse[hb * kHeads + h] = l_run > 0.f ? m_run + log2f(l_run) : -INFINITY;
   }
 };
