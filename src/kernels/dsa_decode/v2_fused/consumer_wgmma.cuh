@@ -11,9 +11,7 @@
 
 #include <cstdint>
 
-#include <cute/arch/mma_sm90_desc.hpp>
-#include <cute/arch/mma_sm90_gmma.hpp>
-
+#include "kernels/common/wgmma.cuh"
 #include "kernels/dsa_decode/v2_fused/consumer_mma.cuh"
 
 namespace mlakit::dsa_v2 {
@@ -41,24 +39,6 @@ using Wgmma64x16 = cute::SM90::GMMA::MMA_64x16x16_F32BF16BF16_RS<cute::SM90::GMM
 __device__ __forceinline__ void wgmma_64x16(const uint32_t (&a)[4], uint64_t desc, float (&d)[8], bool accumulate) {
   Wgmma64x16::fma(a[0], a[1], a[2], a[3], desc, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7],
                   accumulate ? cute::SM90::GMMA::ScaleOut::One : cute::SM90::GMMA::ScaleOut::Zero);
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-// Pins registers an in-flight wgmma reads or writes: the compiler may not reuse or move them
-// across this point.
-template <int N>
-__device__ __forceinline__ void pin(uint32_t (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
-}
-template <int N>
-__device__ __forceinline__ void pin(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
 constexpr int kQtBlocks = kDimK / 64;  // Q^T in 9 swizzled blocks of 64 dims x 16 heads
@@ -171,7 +151,7 @@ __device__ void softmax_wgmma(Smem& s_mem, const float (&s)[8], int rows, float 
       st.l[j][c] = st.l[j][c] * alpha[j][c] + sum;
       st.m[j][c] = m_new;
     }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // P^T is read by wgmma next
+  fence_async_smem();  // P^T is read by wgmma next
   consumer_sync();
 }
 
@@ -219,7 +199,7 @@ __device__ __forceinline__ void pv_wgmma(const uint8_t* pt, const Tile& tile, co
 template <int Stages, class Smem, class Part>
 __device__ void consume_rows_wgmma(Smem& s, Part& part, int count, float scale_log2, HeadState& st, float (&o)[kOBlocks][8]) {
   mbar_wait(&s.q_full, 0);
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async wrote Q^T; wgmma reads it
+  fence_async_smem();  // cp.async wrote Q^T; wgmma reads it
   consumer_sync();
   for_each_tile<Stages>(s, count, [&](const Tile& tile) {
     float sacc[8];

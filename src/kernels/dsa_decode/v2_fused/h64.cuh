@@ -19,81 +19,22 @@
 #pragma once
 
 #include <cstdint>
-#include <utility>
 
-#include <cute/arch/mma_sm90_desc.hpp>
-#include <cute/arch/mma_sm90_gmma.hpp>
-
+#include "kernels/common/wgmma_rows64.cuh"
 #include "kernels/dsa_decode/v2_fused/h64_traits.h"
 #include "kernels/dsa_decode/v2_fused/kernel.cuh"
 
 namespace mlakit::dsa_v2::h64 {
 
 using namespace mlakit::kernels;
-namespace gmma = cute::SM90::GMMA;
-
-// Descriptor of a 128-byte-swizzled operand at shared address `addr`. K-major (Q, P, K): `sbo`
-// = 1024 to the next 8 rows, `lbo` unused. MN-major (V): `lbo` to the next 64 elements of N,
-// `sbo` to the next 8 of K.
-__device__ __forceinline__ uint64_t sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  cute::GmmaDescriptor d;
-  d.bitfield.start_address_ = uint16_t(addr >> 4);
-  d.bitfield.leading_byte_offset_ = uint16_t(lbo >> 4);
-  d.bitfield.stride_byte_offset_ = uint16_t(sbo >> 4);
-  d.bitfield.base_offset_ = 0;
-  d.bitfield.layout_type_ = 1;  // SWIZZLE_128B
-  return d.desc_;
-}
-__device__ __forceinline__ uint64_t k_major(uint32_t addr) { return sw128(addr, 16, 1024); }
-__device__ __forceinline__ uint64_t v_desc(uint32_t addr) { return sw128(addr, kBlockBytes, 1024); }
-
-using QkMma = gmma::MMA_64x32x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>;
-using PvRegs = gmma::MMA_64x256x16_F32BF16BF16_RS<gmma::Major::K, gmma::Major::MN>;
-using PvSmem = gmma::MMA_64x256x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::MN>;
-
-template <size_t... I>
-__device__ __forceinline__ void qk_mma(uint64_t a, uint64_t b, float (&d)[16], bool acc, std::index_sequence<I...>) {
-  QkMma::fma(a, b, d[I]..., acc ? gmma::ScaleOut::One : gmma::ScaleOut::Zero);
-}
-template <size_t... I>
-__device__ __forceinline__ void pv_regs(const uint32_t (&a)[4], uint64_t b, float (&d)[128], std::index_sequence<I...>) {
-  PvRegs::fma(a[0], a[1], a[2], a[3], b, d[I]..., gmma::ScaleOut::One);
-}
-template <size_t... I>
-__device__ __forceinline__ void pv_smem(uint64_t a, uint64_t b, float (&d)[128], std::index_sequence<I...>) {
-  PvSmem::fma(a, b, d[I]..., gmma::ScaleOut::One);
-}
-
-__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// The 256 consumer threads (named barrier 3; 1 and 2 are the per-warpgroup barriers of kernel.cuh).
-__device__ __forceinline__ void pair_sync() { named_barrier_sync(3, kWgs * kConsumerThreads); }
-
-// Offset of 16-byte chunk `chunk` (0..71) of row `row` in a run of swizzled 64-dim blocks of
-// `block_bytes` each.
-__device__ __forceinline__ uint32_t chunk_offset(int row, int chunk, int block_bytes) {
-  return uint32_t((chunk / 8) * block_bytes + row * 128 + (((chunk % 8) ^ (row % 8)) * 16));
-}
-
-// One warp: rows `row0`, `row0 + step`, ... (< rows_end) of a swizzled run of blocks, each from
-// ckv / kpe pointers given by `src(row)`; lane L moves chunks L and 32 + L of ckv, L < 8 chunk L
-// of kpe. Rows the predicate rejects get zeros.
-template <class Src>
-__device__ __forceinline__ void copy_rows(uint8_t* dst, int block_bytes, int row0, int rows_end, int step, Src&& src,
-                                          uint64_t policy) {
-  const int lane = threadIdx.x % 32;
-  for (int r = row0; r < rows_end; r += step) {
-    const auto [ckv, kpe, valid] = src(r);
-    cp_async_16_hint(dst + chunk_offset(r, lane, block_bytes), ckv + lane * 8, valid, policy);
-    cp_async_16_hint(dst + chunk_offset(r, 32 + lane, block_bytes), ckv + 256 + lane * 8, valid, policy);
-    if (lane < 8) cp_async_16_hint(dst + chunk_offset(r, 64 + lane, block_bytes), kpe + lane * 8, valid, policy);
-  }
-}
-
-struct RowPtrs {
-  const uint16_t* ckv;
-  const uint16_t* kpe;
-  bool valid;
-};
+using rows64::copy_rows;
+using rows64::pair_sync;
+using rows64::RowPtrs;
+using rows64::Rows;
+static_assert(kWgs == rows64::kWgs && kStageRows == rows64::kStageRows && kBlockBytes == rows64::kBlockBytes &&
+                  kQBlockBytes == rows64::kQBlockBytes && kCtaHeads == rows64::kRows &&
+                  kDimsPerWg == rows64::kDimsPerWg && kWgs * kConsumerThreads == rows64::kConsumerThreads,
+              "h64 runs the shared 64-row wgmma consumer pair");
 
 // Producer warp `pw`: heads pw, pw + 4, ... of Q (issued only; the caller tracks completion).
 __device__ inline void load_q(const Params& p, SmemPlan& s, int t, int head0, int pw) {
@@ -129,18 +70,10 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
   }
 }
 
-// Softmax state of the lane's two heads (rows 16 warp + g and + 8 of the CTA's 64).
-struct Rows {
-  float m[2] = {-INFINITY, -INFINITY};  // running max (log2 domain), the same in both warpgroups
-  float l[2] = {0.f, 0.f};              // this thread's share of sum 2^(x - m) over its warpgroup's slots
-};
-
 // The consumer warpgroups' walk over the CTA's `count` slots; leaves O (this warpgroup's 256
 // dims of the lane's two heads, wgmma accumulator layout) and the state.
 __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& st, float (&o)[128]) {
-  const int wg = consumer_wg(), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-  const int row0 = wg_warp() * 16 + g;
-  const uint32_t q_base = smem_addr(s.q), p_base = smem_addr(s.p);
+  const int wg = consumer_wg();
   mbar_wait(&s.q_full, 0);
   fence_async_smem();  // cp.async wrote Q; wgmma reads it
   const int num_stages = (count + kStageRows - 1) / kStageRows;
@@ -150,88 +83,12 @@ __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& s
     mbar_wait(&s.full[b0], (i / kStages) & 1);
     if (two) mbar_wait(&s.full[b1], ((i + 1) / kStages) & 1);
     fence_async_smem();  // cp.async wrote the rows; wgmma reads them
-    // A tile of one stage: warpgroup 1 has no slots of its own, warpgroup 0 no other half. Both
-    // still run every wgmma (no divergent wgmma) on stage b0 with P = 0 for the missing half,
-    // which adds exactly 0 (b0 holds finite rows).
+    // A tile of one stage: warpgroup 1 has no slots of its own, warpgroup 0 no other half.
     const uint32_t own = smem_addr(s.ring[wg == 0 || !two ? b0 : b1]);
     const uint32_t other = smem_addr(s.ring[wg == 1 || !two ? b0 : b1]);
     const int own_rows = wg == 0 || two ? min(kStageRows, count - (i + wg) * kStageRows) : 0;
-
-    // S_w = Q K_w^T: 36 k16 steps into one accumulator (four chains measured no faster: step 10).
-    float sacc[16];
-    wgmma_fence();
-#pragma unroll
-    for (int step = 0; step < kDimK / 16; ++step) {
-      const uint32_t k = (step % 4) * 32;
-      qk_mma(k_major(q_base + (step / 4) * kQBlockBytes + k), k_major(own + (step / 4) * kBlockBytes + k), sacc,
-             step > 0, std::make_index_sequence<16>{});
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-    pin(sacc);
-
-    // Online softmax: masked scores, the tile maxima of both warpgroups (smem), P.
-    float x[16], mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int e = 0; e < 16; ++e) {
-      const int col = 8 * (e / 4) + 2 * q + (e % 2);
-      x[e] = col < own_rows ? sacc[e] * scale_log2 : -INFINITY;
-      mx[(e / 2) % 2] = fmaxf(mx[(e / 2) % 2], x[e]);
-    }
-    mx[0] = quad_max(mx[0]);
-    mx[1] = quad_max(mx[1]);
-    if (q == 0) {
-      s.red_max[wg][row0] = mx[0];
-      s.red_max[wg][row0 + 8] = mx[1];
-    }
-    pair_sync();
-    float alpha[2], origin[2], sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float m_new = fmaxf(st.m[r], fmaxf(mx[r], s.red_max[1 - wg][row0 + 8 * r]));
-      origin[r] = softmax_origin(m_new);
-      alpha[r] = fast_exp2(st.m[r] - origin[r]);
-      st.m[r] = m_new;
-    }
-    uint32_t pa[2][4];  // A fragments of P_w: k16 steps (slots 0-15, 16-31)
-#pragma unroll
-    for (int e = 0; e < 16; e += 2) {
-      const int r = (e / 2) % 2;
-      const float p0 = fast_exp2(x[e] - origin[r]), p1 = fast_exp2(x[e + 1] - origin[r]);
-      sum[r] += p0 + p1;
-      pa[e / 8][(e % 8) / 2] = pack_bf16x2(p0, p1);
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) st.l[r] = st.l[r] * alpha[r] + sum[r];
-    // P_w into smem (zeros for a missing half): slots 32 wg + 8 j + 2q of rows row0, row0 + 8.
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t off = chunk_offset(row0, 4 * wg + j, 0) + 4 * q;
-      *reinterpret_cast<uint32_t*>(s.p + off) = pa[j / 2][2 * (j % 2)];
-      *reinterpret_cast<uint32_t*>(s.p + off + 8 * 128) = pa[j / 2][2 * (j % 2) + 1];
-    }
-    fence_async_smem();  // the other warpgroup's wgmma reads it
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      o[4 * j] *= alpha[0], o[4 * j + 1] *= alpha[0];
-      o[4 * j + 2] *= alpha[1], o[4 * j + 3] *= alpha[1];
-    }
-    pair_sync();
-
-    // O_w += P_w V_w + P_(1-w) V_(1-w), dims [256 wg, 256 wg + 256) = blocks 4 wg .. 4 wg + 3.
-    const uint32_t dims = wg * 4 * kBlockBytes;
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < 2; ++kk) pv_regs(pa[kk], v_desc(own + dims + kk * 2048), o, std::make_index_sequence<128>{});
-#pragma unroll
-    for (int kk = 0; kk < 2; ++kk)
-      pv_smem(k_major(p_base + (1 - wg) * 64 + kk * 32), v_desc(other + dims + kk * 2048), o,
-              std::make_index_sequence<128>{});
-    wgmma_commit();
-    wgmma_wait<0>();
-    pin(o);
-    pin(pa[0]);
-    pin(pa[1]);
+    const int lim[2] = {own_rows, own_rows};
+    rows64::tile(s, own, other, lim, scale_log2, st, o, [] {});
     mbar_arrive(&s.empty[b0]);  // released only now: P V read both stages
     if (two) mbar_arrive(&s.empty[b1]);
   }
@@ -239,15 +96,7 @@ __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& s
 
 // Each head's sum over both warpgroups (fixed order), the same in both.
 __device__ inline void total_sums(SmemPlan& s, const Rows& st, float (&l_total)[2]) {
-  const int wg = consumer_wg(), lane = threadIdx.x % 32, row0 = wg_warp() * 16 + lane / 4;
-  const float l0 = quad_sum(st.l[0]), l1 = quad_sum(st.l[1]);
-  if (lane % 4 == 0) {
-    s.red_sum[wg][row0] = l0;
-    s.red_sum[wg][row0 + 8] = l1;
-  }
-  pair_sync();
-#pragma unroll
-  for (int r = 0; r < 2; ++r) l_total[r] = s.red_sum[0][row0 + 8 * r] + s.red_sum[1][row0 + 8 * r];
+  rows64::total_sums(s, st, l_total);
 }
 
 // One split: O / l as bf16 and the lse; several: the unnormalised partial of 16-head block hb =

@@ -1,0 +1,222 @@
+// 64 query rows per CTA on Hopper's wgmma: the consumer pair shared by dsa_decode v2_fused's h64
+// (64 heads of one token) and mla_decode v1_paged's m64 (64 of a request's (position, head) rows).
+//
+//   The gathered cache rows sit in wgmma's canonical 128-byte-swizzled layout: a 32-row stage is
+//   9 blocks of 64 dims (8 ckv + 1 kpe), each 32 rows x 128 B, 16-byte chunk c of row r at
+//   c ^ (r % 8). The same bytes are the K-major B of S = Q K^T (cache rows = N) and the MN-major
+//   B of O = P V (dims = N). Q (64 rows x 576) is 9 such blocks of 64 rows; P (64 x 64) one.
+//   Per 64-row tile (two stages), consumer warpgroup w of two:
+//     S_w[64 x 32] = Q K_w^T        36 wgmma m64n32k16, A = Q, B = the warpgroup's own stage
+//     the tile's row maxima meet in smem (both warpgroups then hold the same running max),
+//     P_w = 2^(S_w - m) as bf16, kept in registers and written to smem for the other warpgroup,
+//     O_w[64 x dims 256w..] += P_w V_w + P_(1-w) V_(1-w)
+//                                   2 wgmma m64n256k16 with A = P_w from registers, 2 with A =
+//                                   P_(1-w) from smem; B = the stages (MN-major)
+//   Two meetings of the 256 consumer threads per tile (named barrier 3): after the maxima, after P.
+// Lane L of warp v of a warpgroup holds rows 16 v + L / 4 and + 8 of the 64. Devlog:
+// docs/kernels/dsa_decode_v2_fused.md (step 10) and docs/kernels/mla_decode_v1_paged.md.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "kernels/common/async_pipe.cuh"
+#include "kernels/common/mma.cuh"
+#include "kernels/common/softmax.cuh"
+#include "kernels/common/wgmma.cuh"
+
+namespace mlakit::kernels::rows64 {
+
+namespace gmma = cute::SM90::GMMA;
+
+constexpr int kRows = 64;                       // the M of every wgmma
+constexpr int kWgs = 2;                         // consumer warpgroups: stage halves of S, dim halves of O
+constexpr int kWgThreads = 128;
+constexpr int kConsumerThreads = kWgs * kWgThreads;
+constexpr int kStageRows = 32;                  // cache rows of one ring stage (S of one warpgroup)
+constexpr int kDimV = 512, kDimK = 576;
+constexpr int kBlocks = kDimK / 64;             // 9 swizzled 64-dim blocks per row (8 ckv + 1 kpe)
+constexpr int kBlockBytes = kStageRows * 128;   // 4 KB: one block of a stage
+constexpr int kStageBytes = kBlocks * kBlockBytes;   // 36 KB
+constexpr int kQBlockBytes = kRows * 128;       // 8 KB: one block of Q
+constexpr int kQBytes = kBlocks * kQBlockBytes; // 72 KB
+constexpr int kPBytes = kRows * 128;            // 8 KB: P of a 64-row tile, bf16
+constexpr int kDimsPerWg = kDimV / kWgs;        // 256: the N of each PV wgmma
+constexpr uint32_t kPairBarrier = 3;            // 1 and 2 stay free for per-warpgroup barriers
+
+__device__ __forceinline__ int consumer_wg() { return threadIdx.x / kWgThreads; }
+__device__ __forceinline__ int wg_warp() { return (threadIdx.x / 32) % 4; }
+// The 256 consumer threads.
+__device__ __forceinline__ void pair_sync() { named_barrier_sync(kPairBarrier, kConsumerThreads); }
+
+// Descriptor of a 128-byte-swizzled operand at shared address `addr`. K-major (Q, P, K): `sbo`
+// = 1024 to the next 8 rows, `lbo` unused. MN-major (V): `lbo` to the next 64 elements of N,
+// `sbo` to the next 8 of K.
+__device__ __forceinline__ uint64_t sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  cute::GmmaDescriptor d;
+  d.bitfield.start_address_ = uint16_t(addr >> 4);
+  d.bitfield.leading_byte_offset_ = uint16_t(lbo >> 4);
+  d.bitfield.stride_byte_offset_ = uint16_t(sbo >> 4);
+  d.bitfield.base_offset_ = 0;
+  d.bitfield.layout_type_ = 1;  // SWIZZLE_128B
+  return d.desc_;
+}
+__device__ __forceinline__ uint64_t k_major(uint32_t addr) { return sw128(addr, 16, 1024); }
+__device__ __forceinline__ uint64_t v_desc(uint32_t addr) { return sw128(addr, kBlockBytes, 1024); }
+
+using QkMma = gmma::MMA_64x32x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>;
+using PvRegs = gmma::MMA_64x256x16_F32BF16BF16_RS<gmma::Major::K, gmma::Major::MN>;
+using PvSmem = gmma::MMA_64x256x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::MN>;
+
+template <size_t... I>
+__device__ __forceinline__ void qk_mma(uint64_t a, uint64_t b, float (&d)[16], bool acc, std::index_sequence<I...>) {
+  QkMma::fma(a, b, d[I]..., acc ? gmma::ScaleOut::One : gmma::ScaleOut::Zero);
+}
+template <size_t... I>
+__device__ __forceinline__ void pv_regs(const uint32_t (&a)[4], uint64_t b, float (&d)[128], std::index_sequence<I...>) {
+  PvRegs::fma(a[0], a[1], a[2], a[3], b, d[I]..., gmma::ScaleOut::One);
+}
+template <size_t... I>
+__device__ __forceinline__ void pv_smem(uint64_t a, uint64_t b, float (&d)[128], std::index_sequence<I...>) {
+  PvSmem::fma(a, b, d[I]..., gmma::ScaleOut::One);
+}
+
+// Offset of 16-byte chunk `chunk` (0..71) of row `row` in a run of swizzled 64-dim blocks of
+// `block_bytes` each.
+__device__ __forceinline__ uint32_t chunk_offset(int row, int chunk, int block_bytes) {
+  return uint32_t((chunk / 8) * block_bytes + row * 128 + (((chunk % 8) ^ (row % 8)) * 16));
+}
+
+struct RowPtrs {
+  const uint16_t* ckv;
+  const uint16_t* kpe;
+  bool valid;
+};
+
+// One warp: rows `row0`, `row0 + step`, ... (< rows_end) of a swizzled run of blocks, each from
+// the ckv / kpe pointers `src(row)` gives; lane L moves chunks L and 32 + L of ckv, L < 8 chunk L
+// of kpe. Rows the predicate rejects get zeros (nothing is read).
+template <class Src>
+__device__ __forceinline__ void copy_rows(uint8_t* dst, int block_bytes, int row0, int rows_end, int step, Src&& src,
+                                          uint64_t policy) {
+  const int lane = threadIdx.x % 32;
+  for (int r = row0; r < rows_end; r += step) {
+    const auto [ckv, kpe, valid] = src(r);
+    cp_async_16_hint(dst + chunk_offset(r, lane, block_bytes), ckv + lane * 8, valid, policy);
+    cp_async_16_hint(dst + chunk_offset(r, 32 + lane, block_bytes), ckv + 256 + lane * 8, valid, policy);
+    if (lane < 8) cp_async_16_hint(dst + chunk_offset(r, 64 + lane, block_bytes), kpe + lane * 8, valid, policy);
+  }
+}
+
+// Softmax state of the lane's two rows (16 warp + g and + 8 of the 64).
+struct Rows {
+  float m[2] = {-INFINITY, -INFINITY};  // running max (log2 domain), the same in both warpgroups
+  float l[2] = {0.f, 0.f};              // this thread's share of sum 2^(x - m) over its warpgroup's slots
+};
+
+// One 64-row tile. `Smem` has q (Q) and p (P), both 1024-byte aligned, and red_max[kWgs][kRows]
+// (each warpgroup's tile maxima). `own` and `other` are the shared addresses of this warpgroup's stage and the
+// other's (a one-stage tile passes the same stage twice, with `lim` = 0 in warpgroup 1: P = 0 for
+// the missing half adds exactly 0, and no wgmma diverges). Column c of this warpgroup's stage
+// counts for the lane's row r when c < lim[r]. `after_qk` runs once S is in registers (the last
+// read of Q in the tile).
+template <class Smem, class AfterQk>
+__device__ __forceinline__ void tile(Smem& sm, uint32_t own, uint32_t other, const int (&lim)[2],
+                                     float scale_log2, Rows& st, float (&o)[128], AfterQk&& after_qk) {
+  const int wg = consumer_wg(), lane = threadIdx.x % 32, q = lane % 4;
+  const int row0 = wg_warp() * 16 + lane / 4;
+  const uint32_t q_base = smem_addr(sm.q), p_base = smem_addr(sm.p);
+  // S_w = Q K_w^T: 36 k16 steps into one accumulator (four chains measured no faster).
+  float sacc[16];
+  wgmma_fence();
+#pragma unroll
+  for (int step = 0; step < kDimK / 16; ++step) {
+    const uint32_t k = (step % 4) * 32;
+    qk_mma(k_major(q_base + (step / 4) * kQBlockBytes + k), k_major(own + (step / 4) * kBlockBytes + k), sacc,
+           step > 0, std::make_index_sequence<16>{});
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  pin(sacc);
+  after_qk();
+
+  // Online softmax: masked scores, the tile maxima of both warpgroups (smem), P.
+  float x[16], mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int e = 0; e < 16; ++e) {
+    const int col = 8 * (e / 4) + 2 * q + (e % 2), r = (e / 2) % 2;
+    x[e] = col < lim[r] ? sacc[e] * scale_log2 : -INFINITY;
+    mx[r] = fmaxf(mx[r], x[e]);
+  }
+  mx[0] = quad_max(mx[0]);
+  mx[1] = quad_max(mx[1]);
+  if (q == 0) {
+    sm.red_max[wg][row0] = mx[0];
+    sm.red_max[wg][row0 + 8] = mx[1];
+  }
+  pair_sync();
+  float alpha[2], origin[2], sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float m_new = fmaxf(st.m[r], fmaxf(mx[r], sm.red_max[1 - wg][row0 + 8 * r]));
+    origin[r] = softmax_origin(m_new);
+    alpha[r] = fast_exp2(st.m[r] - origin[r]);
+    st.m[r] = m_new;
+  }
+  uint32_t pa[2][4];  // A fragments of P_w: k16 steps (slots 0-15, 16-31)
+#pragma unroll
+  for (int e = 0; e < 16; e += 2) {
+    const int r = (e / 2) % 2;
+    const float p0 = fast_exp2(x[e] - origin[r]), p1 = fast_exp2(x[e + 1] - origin[r]);
+    sum[r] += p0 + p1;
+    pa[e / 8][(e % 8) / 2] = pack_bf16x2(p0, p1);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) st.l[r] = st.l[r] * alpha[r] + sum[r];
+  // P_w into smem (zeros for a missing half): slots 32 wg + 8 j + 2q of rows row0, row0 + 8.
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t off = chunk_offset(row0, 4 * wg + j, 0) + 4 * q;
+    *reinterpret_cast<uint32_t*>(sm.p + off) = pa[j / 2][2 * (j % 2)];
+    *reinterpret_cast<uint32_t*>(sm.p + off + 8 * 128) = pa[j / 2][2 * (j % 2) + 1];
+  }
+  fence_async_smem();  // the other warpgroup's wgmma reads it
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    o[4 * j] *= alpha[0], o[4 * j + 1] *= alpha[0];
+    o[4 * j + 2] *= alpha[1], o[4 * j + 3] *= alpha[1];
+  }
+  pair_sync();
+
+  // O_w += P_w V_w + P_(1-w) V_(1-w), dims [256 wg, 256 wg + 256) = blocks 4 wg .. 4 wg + 3.
+  const uint32_t dims = wg * 4 * kBlockBytes;
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 2; ++kk) pv_regs(pa[kk], v_desc(own + dims + kk * 2048), o, std::make_index_sequence<128>{});
+#pragma unroll
+  for (int kk = 0; kk < 2; ++kk)
+    pv_smem(k_major(p_base + (1 - wg) * 64 + kk * 32), v_desc(other + dims + kk * 2048), o,
+            std::make_index_sequence<128>{});
+  wgmma_commit();
+  wgmma_wait<0>();
+  pin(o);
+  pin(pa[0]);
+  pin(pa[1]);
+}
+
+// Each row's sum over both warpgroups (fixed order), the same in both; `Smem` has
+// red_sum[kWgs][kRows].
+template <class Smem>
+__device__ __forceinline__ void total_sums(Smem& sm, const Rows& st, float (&l_total)[2]) {
+  const int wg = consumer_wg(), lane = threadIdx.x % 32, row0 = wg_warp() * 16 + lane / 4;
+  const float l0 = quad_sum(st.l[0]), l1 = quad_sum(st.l[1]);
+  if (lane % 4 == 0) {
+    sm.red_sum[wg][row0] = l0;
+    sm.red_sum[wg][row0 + 8] = l1;
+  }
+  pair_sync();
+#pragma unroll
+  for (int r = 0; r < 2; ++r) l_total[r] = sm.red_sum[0][row0 + 8 * r] + sm.red_sum[1][row0 + 8 * r];
+}
+
+}  // namespace mlakit::kernels::rows64
