@@ -2,8 +2,9 @@
 # compute-sanitizer memcheck, racecheck, initcheck and synccheck over small shapes that cover every
 # code path of the DSA kernels (v1: split + merge kernel, fused epilogue, one stage; v2: rows split
 # and merged in-kernel, one CTA per row, every gather, both MMA paths, 32..128 heads; the gather
-# floor; empty rows, page size 1; v2_fp8 over the FP8 cache (16..128 heads) and its floor; mla_decode: split and merged
-# requests, causal groups, page sizes, layouts), the GPU quantizer's tests,
+# floor; empty rows, page size 1; v2_fp8 over the FP8 cache (16..128 heads) and its floor;
+# mla_decode with 16 and 64 query rows per CTA: split and merged requests, causal groups, page
+# sizes, layouts), the GPU quantizer's tests,
 # then the binding's CUDA-graph tests (capture, replay on new inputs) under
 # memcheck and racecheck when PyTorch is there.
 set -uo pipefail
@@ -95,6 +96,13 @@ shapes=(
   "$MLA --b 1 --t 5000 --tiling c132x4p4"
   "$MLA --b 5 --t 700 --s 4 --causal --heads 64 --tiling c64x4p1"
   "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 32 --tiling c16x4p2"
+  # ... and with 64 query rows per CTA (m64, wgmma): split and merged, causal positions inside one
+  # group, Q reloaded across items, a partial group (16 rows of 64), page size 1, its floor
+  "$MLA --b 3 --t 300 --s 4 --causal --tiling c8x4p4g2m64"
+  "$MLA --b 5 --t 700 --heads 128 --s 2 --causal --page-size 16 --separate --mixed --tiling c16x4p4g2m64"
+  "$MLA --b 1 --t 5000 --tiling c132x4p4g2m64"
+  "$MLA --b 6 --t 200 --page-size 1 --heads 32 --s 3 --causal --tiling c5x4p4g2m64"
+  "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 64 --tiling c16x4p4g2m64"
 )
 fail=0
 for tool in memcheck racecheck initcheck synccheck; do

@@ -70,13 +70,16 @@ struct MlaTensors {
 };
 
 // How one launch cuts the work (the persistent split-KV schedule of docs/mla-contract.md). The
-// name leaves a field out at its default: "c132x4p2", "c132x4p2g0".
+// name leaves a field out at its default: "c132x4p2", "c132x4p2g0", "c132x4p4g2m64".
 struct MlaTiling {
   int ctas = 0;       // c: CTAs of the persistent grid (0 only before planning: the planner sets
                       //    the device's SM count times CTAs per SM)
   int stages = 4;     // x: 32-row ring stages in shared memory
   int producers = 2;  // p: warps that gather rows
   int gather = 1;     // g: 0 bulk ckv + cp.async kpe, 1 bulk copies, 2 cp.async
+  int rows = 16;      // m: query rows per CTA, the M of the MMAs: 16 (mma.sync, one group per
+                      //    query position and 16-head block) or 64 (wgmma, 64 of a request's
+                      //    s_q x heads query rows per group)
 
   std::string name() const;
   static Status parse(const std::string& name, MlaTiling* out);

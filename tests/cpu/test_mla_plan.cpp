@@ -119,7 +119,10 @@ TEST(MlaTiling, NamesLeaveGatherOutAtItsDefault) {
   EXPECT_EQ(t.name(), "c132x4p2");
   t.gather = 0;
   EXPECT_EQ(t.name(), "c132x4p2g0");
-  for (const char* name : {"c132x4p2", "c132x4p2g0", "c1x1p1g2", "c264x6p4"}) {
+  t.gather = 2;
+  t.rows = 64;
+  EXPECT_EQ(t.name(), "c132x4p2g2m64");
+  for (const char* name : {"c132x4p2", "c132x4p2g0", "c1x1p1g2", "c264x6p4", "c132x4p4g2m64", "c66x4p4m64"}) {
     MlaTiling parsed;
     ASSERT_TRUE(MlaTiling::parse(name, &parsed).is_ok()) << name;
     EXPECT_EQ(parsed.name(), name);
@@ -128,6 +131,9 @@ TEST(MlaTiling, NamesLeaveGatherOutAtItsDefault) {
   ASSERT_TRUE(MlaTiling::parse("c132x4p2g1", &parsed).is_ok());  // the default spelled out
   EXPECT_EQ(parsed.name(), "c132x4p2");
   EXPECT_EQ(parsed.gather, 1);
+  ASSERT_TRUE(MlaTiling::parse("c132x4p2m16", &parsed).is_ok());
+  EXPECT_EQ(parsed.name(), "c132x4p2");
+  EXPECT_EQ(parsed.rows, 16);
 }
 
 TEST(MlaTiling, BadNamesAreRejectedWithTheForm) {
@@ -139,6 +145,9 @@ TEST(MlaTiling, BadNamesAreRejectedWithTheForm) {
                {"x4p2c132", "expected the form"},
                {"s16n64x2m4", "expected the form"},
                {"c132x4p2w1", "unexpected 'w1'"},
+               {"c132x4p2m64g2", "unexpected 'g2' (the optional fields are g and m)"},
+               {"c132x4p2m32", "m must be 16 or 64"},
+               {"c132x4p2m", "expected the form"},
                {"c132x4p2g", "expected the form"},
                {"c0x4p2", "c, x and p must be >= 1"},
                {"c132x0p2", "c, x and p must be >= 1"},
@@ -328,9 +337,41 @@ TEST(MlaV1Paged, ValidationNamesTheRule) {
   EXPECT_NE(reason("c132x4p2g0", p).find("g (gather) must be 1"), std::string::npos);
   EXPECT_NE(reason("c132x5p1", p).find("is not compiled; compiled: x3p1 x4p1 x4p2 x4p4"), std::string::npos);
   p.seq_q = 4;
-  p.num_heads = 128;  // 32 groups of (query position, 16-head block)
+  p.num_heads = 128;  // 32 groups of (query position, 16-head block), 8 of 64 query rows
   EXPECT_NE(reason("c16x4p2", p).find("must be in [32, 132]"), std::string::npos) << reason("c16x4p2", p);
   EXPECT_EQ(reason("c128x4p2", p), "");
+  EXPECT_NE(reason("c7x4p4g2m64", p).find("must be in [8, 132]"), std::string::npos) << reason("c7x4p4g2m64", p);
+  EXPECT_EQ(reason("c8x4p4g2m64", p), "");
+  EXPECT_NE(reason("c132x4p2m64", p).find("m64 (64 query rows per CTA) runs 4 stages, a producer warpgroup"),
+            std::string::npos)
+      << reason("c132x4p2m64", p);
+  EXPECT_NE(reason("c132x4p4g2", p).find("g (gather) must be 1 with 16 query rows per CTA"), std::string::npos);
+}
+
+// The default takes 64 query rows per CTA (m64) from 64 query rows per request (s_q x heads), 16
+// below; the partial slots follow the rows.
+TEST(MlaV1Paged, DefaultRowsFollowQueryRowsPerRequest) {
+  DeviceFacts h200;
+  ASSERT_TRUE(find_known_device("h200", &h200).is_ok());
+  MlaPlanOptions o;
+  o.device_facts = &h200;
+  o.kernel_key = "mla_decode.v1_paged.bf16";
+  const struct {
+    int heads, seq_q;
+    const char* tiling;
+  } cases[] = {{16, 1, "c132x4p2"},      {16, 2, "c132x4p2"},      {32, 1, "c132x4p2"},
+               {16, 4, "c132x4p4g2m64"}, {64, 1, "c132x4p4g2m64"}, {128, 3, "c132x4p4g2m64"}};
+  size_t narrow_bytes = 0;
+  for (const auto& c : cases) {
+    MlaProblem p = serving_problem();
+    p.num_heads = c.heads;
+    p.seq_q = c.seq_q;
+    MlaPlan plan;
+    ASSERT_TRUE(mla_plan(p, o, &plan).is_ok()) << p.to_string();
+    EXPECT_EQ(plan.tiling().name(), c.tiling) << p.to_string();
+    if (plan.tiling().rows == 16) narrow_bytes = plan.workspace_bytes();
+    else EXPECT_EQ(plan.workspace_bytes() - 4096, 4 * (narrow_bytes - 4096)) << p.to_string();
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// MlaTiling's stable short name: c<ctas>x<stages>p<producers>, then g<gather> where it differs from
-// its default (1): "c132x4p2", "c132x4p2g0". The fields always written are the ones every
-// variant's choice moves; gather is a code path most tilings leave at the default.
+// MlaTiling's stable short name: c<ctas>x<stages>p<producers>, then g<gather> and m<rows> where
+// they differ from their defaults (1 and 16): "c132x4p2", "c132x4p2g0", "c132x4p4g2m64". The
+// fields always written are the ones every variant's choice moves; gather and rows are code paths
+// most tilings leave at the default.
 #include <cstdio>
 
 #include "mlakit/mla.h"
@@ -11,7 +12,9 @@ namespace mlakit {
 std::string MlaTiling::name() const {
   char buf[80];
   const int n = std::snprintf(buf, sizeof buf, "c%dx%dp%d", ctas, stages, producers);
-  if (gather != MlaTiling{}.gather) std::snprintf(buf + n, sizeof buf - n, "g%d", gather);
+  int m = n;
+  if (gather != MlaTiling{}.gather) m += std::snprintf(buf + m, sizeof buf - m, "g%d", gather);
+  if (rows != MlaTiling{}.rows) std::snprintf(buf + m, sizeof buf - m, "m%d", rows);
   return buf;
 }
 
@@ -19,7 +22,7 @@ Status MlaTiling::parse(const std::string& name, MlaTiling* out) {
   const auto bad = [&](const std::string& why) {
     return Status::invalid_argument("tiling: " + why + ", got '" + name + "'");
   };
-  const char* form = "expected the form c<ctas>x<stages>p<producers>[g<gather>] (e.g. c132x4p2)";
+  const char* form = "expected the form c<ctas>x<stages>p<producers>[g<gather>][m<rows>] (e.g. c132x4p2)";
   if (out == nullptr) return Status::invalid_argument("tiling: out is null");
   if (!is_tiling_name(name)) return bad(form);
   MlaTiling t;
@@ -31,9 +34,15 @@ Status MlaTiling::parse(const std::string& name, MlaTiling* out) {
     if (std::sscanf(name.c_str() + pos + 1, "%d%n", &t.gather, &used) != 1) return bad(form);
     pos += 1 + size_t(used);
   }
-  if (pos != name.size()) return bad("unexpected '" + name.substr(pos) + "' (the optional field is g)");
+  if (pos < name.size() && name[pos] == 'm') {
+    int used = 0;
+    if (std::sscanf(name.c_str() + pos + 1, "%d%n", &t.rows, &used) != 1) return bad(form);
+    pos += 1 + size_t(used);
+  }
+  if (pos != name.size()) return bad("unexpected '" + name.substr(pos) + "' (the optional fields are g and m)");
   if (t.ctas < 1 || t.stages < 1 || t.producers < 1) return bad("c, x and p must be >= 1");
   if (t.gather < 0 || t.gather > 2) return bad("g must be 0, 1 or 2");
+  if (t.rows != 16 && t.rows != 64) return bad("m must be 16 or 64");
   *out = t;
   return Status::ok();
 }

@@ -25,8 +25,10 @@ constexpr int kThreads = kWgs * kConsumerThreads + kProducers * 32;  // 384
 constexpr int kProducerRegs = 56;
 constexpr int kConsumerRegs = 224;
 static_assert(kProducers == 4, "the producers are one warpgroup (setmaxnreg works per warpgroup)");
-static_assert(kProducers * 32 * kProducerRegs + kWgs * kConsumerThreads * kConsumerRegs <= 65536,
-              "the register file holds both roles");
+// setmaxnreg moves registers inside the CTA's launch allocation: 168 per thread under
+// __launch_bounds__(384, 1), not the SM's 65,536 (a raise past it waits forever).
+static_assert(kProducers * 32 * kProducerRegs + kWgs * kConsumerThreads * kConsumerRegs <= kThreads * 168,
+              "setmaxnreg redistributes the CTA's launch allocation");
 constexpr int kBlocks = kDimK / 64;            // 9 swizzled 64-dim blocks per row (8 ckv + 1 kpe)
 constexpr int kBlockBytes = kStageRows * 128;  // 4 KB: one block of a stage
 constexpr int kStageBytes = kBlocks * kBlockBytes;         // 36 KB

@@ -1,6 +1,8 @@
 // Registry entry of mla_decode.v1_paged.bf16: search space, default tiling, validation against
 // problem and device, --explain, and the launch. Tiling fields (MlaTiling): c = CTAs of the
-// persistent grid, x = 32-row ring stages, p = producer warps, g = gather (bulk copies only).
+// persistent grid, x = 32-row ring stages, p = producer warps, g = gather (bulk copies for 16 query
+// rows per CTA, 16-byte cp.async into the swizzle for 64), m = query rows per CTA (16: mma.sync
+// per 16-head block and position; 64: wgmma over 64 of a request's s_q x heads rows, m64.cuh).
 // Sizes come from traits.h; the register need from the compiled kernel when a GPU is present.
 #include "kernels/mla_decode/v1_paged/entry.h"
 
@@ -14,6 +16,7 @@
 #include "base/format.h"
 #include "kernels/common/resources.h"
 #include "kernels/mla_decode/v1_paged/launch.h"
+#include "kernels/mla_decode/v1_paged/m64_traits.h"
 #include "kernels/mla_decode/v1_paged/traits.h"
 
 namespace mlakit::mla_v1 {
@@ -23,11 +26,34 @@ Status reject(const MlaTiling& t, const std::string& why) {
   return Status::invalid_argument("tiling " + t.name() + ": " + why);
 }
 
-int groups_of(const MlaProblem& p) { return p.seq_q * (p.num_heads / kHeadBlock); }
+// Query rows per CTA of the 64-row path (m64) and the smallest s_q x heads the default gives it:
+// from 64 rows a request's rows stream once per 64 instead of once per 16 (docs/kernels/
+// mla_decode_v1_paged.md, "64 query rows per CTA").
+constexpr int kWideRows = m64::kRows;
+constexpr int kWideFromRows = 64;
+
+bool wide(const MlaTiling& t) { return t.rows == kWideRows; }
+int groups_of(const MlaProblem& p, const MlaTiling& t) {
+  return wide(t) ? m64::groups_of(p.seq_q, p.num_heads) : p.seq_q * (p.num_heads / kHeadBlock);
+}
+int threads_of(const MlaTiling& t) { return wide(t) ? m64::kThreads : kConsumerThreads + 32 * t.producers; }
+size_t smem_of(const MlaTiling& t) { return wide(t) ? m64::kSmemBytes : smem_bytes(t.stages); }
 
 // Registers per thread of a pipe: the compiled kernel's on a live device (read once per pipe;
 // the attention kernel's, which bounds the floor's), else the documented need.
 int registers_needed(const MlaTiling& t, const DeviceFacts& dev) {
+  if (wide(t)) {
+    if (!dev.live) return m64::kDocumentedRegisters;
+    static std::atomic<int> known_wide{0};
+    if (int regs = known_wide.load(std::memory_order_relaxed); regs > 0) return regs;
+    cudaFuncAttributes attr;
+    if (kernel_attributes_m64(Work::kAttention, &attr) != cudaSuccess || attr.numRegs <= 0) {
+      cudaGetLastError();
+      return m64::kDocumentedRegisters;
+    }
+    known_wide.store(attr.numRegs, std::memory_order_relaxed);
+    return attr.numRegs;
+  }
   if (!dev.live) return kDocumentedRegisters;
   static std::array<std::atomic<int>, std::size(kPipes)> known{};
   size_t slot = 0;
@@ -55,24 +81,32 @@ Status check_problem(const MlaProblem& p) {
 }
 
 Status check_tiling(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& dev) {
-  if (t.gather != 1) return reject(t, "g (gather) must be 1: v1_paged moves rows by cp.async.bulk only");
-  if (!is_compiled(Pipe{t.stages, t.producers})) {
+  if (wide(t)) {
+    if (t.stages != m64::kStages || t.producers != m64::kProducers || t.gather != 2)
+      return reject(t, "m64 (64 query rows per CTA) runs " + std::to_string(m64::kStages) +
+                           " stages, a producer warpgroup and 16-byte cp.async into the swizzle: x" +
+                           std::to_string(m64::kStages) + "p" + std::to_string(m64::kProducers) + "g2");
+  } else if (t.gather != 1) {
+    return reject(t, "g (gather) must be 1 with 16 query rows per CTA: cp.async.bulk only");
+  } else if (!is_compiled(Pipe{t.stages, t.producers})) {
     std::string pipes;
     for (const Pipe& c : kPipes) pipes += " x" + std::to_string(c.stages) + "p" + std::to_string(c.producers);
     return reject(t, "(stages, producers) = (" + std::to_string(t.stages) + ", " + std::to_string(t.producers) +
                          ") is not compiled; compiled:" + pipes);
   }
   const int resident = std::min(kMaxCtas, dev.num_sms * kCtasPerSm);
-  if (t.ctas < groups_of(p) || t.ctas > resident)
-    return reject(t, "c (CTAs) must be in [" + std::to_string(groups_of(p)) + ", " + std::to_string(resident) +
-                         "]: at least one per (query position, 16-head block) group, and all co-resident on " +
-                         dev.describe() + " (the CTAs of a split request wait for each other)");
-  const size_t smem = smem_bytes(t.stages);
+  const int groups = groups_of(p, t);
+  if (t.ctas < groups || t.ctas > resident)
+    return reject(t, "c (CTAs) must be in [" + std::to_string(groups) + ", " + std::to_string(resident) +
+                         "]: at least one per group of query rows (" +
+                         (wide(t) ? "64 of s_q x heads" : "query position, 16-head block") +
+                         "), and all co-resident on " + dev.describe() +
+                         " (the CTAs of a split request wait for each other)");
+  const size_t smem = smem_of(t);
   if (smem > size_t(dev.smem_per_block_optin))
     return reject(t, "shared-memory plan " + format_kb(smem) + " exceeds the " +
                          format_kb(size_t(dev.smem_per_block_optin)) + " per-block limit of " + dev.describe());
-  const std::string short_of = kernels::register_shortfall(dev, kConsumerThreads + 32 * t.producers, kCtasPerSm,
-                                                           registers_needed(t, dev));
+  const std::string short_of = kernels::register_shortfall(dev, threads_of(t), kCtasPerSm, registers_needed(t, dev));
   return short_of.empty() ? Status::ok() : reject(t, short_of);
 }
 
@@ -85,7 +119,7 @@ class V1Paged final : public MlaKernel {
     static const KernelInfo attention{"mla_decode.v1_paged.bf16", "mla_decode", "v1_paged", "bf16",
                                       {16, 32, 64, 128}, /*rank=*/1,
                                       "one persistent launch: balanced split-KV from cache_seqlens on the GPU, "
-                                      "bulk-copy page rows into a ring, 16-head mma.sync consumers, in-kernel merge",
+                                      "page rows into a ring, 16-row mma.sync or 64-row wgmma consumers (m64), in-kernel merge",
                                       ArchRequirement{9, 0, true}};
     static const KernelInfo floor{"mla_decode.floor_stream.bf16", "mla_decode", "floor_stream", "bf16",
                                   {16, 32, 64, 128}, /*rank=*/0,
@@ -95,17 +129,23 @@ class V1Paged final : public MlaKernel {
   }
 
   // Grids of the common Hopper SM counts (validation drops those a device cannot hold), every
-  // compiled pipe.
+  // compiled pipe of 16 query rows per CTA and the 64-row path.
   std::vector<MlaTiling> search_space(const MlaProblem&) const override {
     std::vector<MlaTiling> out;
-    for (int ctas : {132, 128, 114, 96, 66})
+    for (int ctas : {132, 128, 114, 96, 66}) {
       for (const Pipe& pipe : kPipes) out.push_back(MlaTiling{ctas, pipe.stages, pipe.producers, 1});
+      out.push_back(wide_tiling(ctas));
+    }
     return out;
   }
 
-  // One CTA per SM.
-  MlaTiling default_tiling(const MlaProblem&, const DeviceFacts& dev) const override {
-    return MlaTiling{std::min(kMaxCtas, dev.num_sms * kCtasPerSm), kDefaultPipe.stages, kDefaultPipe.producers, 1};
+  // One CTA per SM; 64 query rows per CTA from kWideFromRows query rows per request.
+  static MlaTiling wide_tiling(int ctas) { return MlaTiling{ctas, m64::kStages, m64::kProducers, 2, kWideRows}; }
+
+  MlaTiling default_tiling(const MlaProblem& p, const DeviceFacts& dev) const override {
+    const int ctas = std::min(kMaxCtas, dev.num_sms * kCtasPerSm);
+    if (p.seq_q * p.num_heads >= kWideFromRows) return wide_tiling(ctas);
+    return MlaTiling{ctas, kDefaultPipe.stages, kDefaultPipe.producers, 1};
   }
 
   Status validate(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& dev) const override {
@@ -114,12 +154,24 @@ class V1Paged final : public MlaKernel {
   }
 
   size_t workspace_bytes(const MlaProblem&, const MlaTiling& t) const override {
-    return workspace_layout(t.ctas).bytes;
+    return workspace_layout(t.ctas, t.rows).bytes;
   }
 
   std::string explain(const MlaProblem& p, const MlaTiling& t) const override {
-    const int groups = groups_of(p);
-    char buf[640];
+    const int groups = groups_of(p, t);
+    char buf[768];
+    if (wide(t)) {
+      std::snprintf(buf, sizeof buf,
+                    "%s %s: one cooperative launch, grid %d x %d (CTAs per group x groups of 64 of the s_q %d x "
+                    "%d heads query rows), each group's requests cut into equal ranges of 64-row units on the "
+                    "GPU; 2 consumer warpgroups (wgmma m64n32k16 / m64n256k16, 64 query rows = M) + 1 producer "
+                    "warpgroup, %s shared memory (Q, P, %d stages of %d rows in the 128-byte swizzle), 16-byte "
+                    "cp.async gather; workspace %s",
+                    info().key.c_str(), t.name().c_str(), t.ctas / groups, groups, p.seq_q, p.num_heads,
+                    format_kb(m64::kSmemBytes).c_str(), m64::kStages, kStageRows,
+                    format_kb(workspace_bytes(p, t)).c_str());
+      return buf;
+    }
     std::snprintf(buf, sizeof buf,
                   "%s %s: one cooperative launch, grid %d x %d (CTAs per group x groups = s_q %d x %d head "
                   "blocks of 16), each group's requests cut into equal ranges of 64-row units on the GPU; "
@@ -142,17 +194,18 @@ class V1Paged final : public MlaKernel {
     a.page_size = p.page_size;
     a.num_pages = p.num_pages;
     a.max_seqlen = p.max_seqlen();
-    a.groups = groups_of(p);
+    a.groups = groups_of(p, t);
     a.ctas_per_group = t.ctas / a.groups;
     a.fused_rows = static_cast<const uint16_t*>(x.kpe_cache) == static_cast<const uint16_t*>(x.ckv_cache) + kDimV &&
                    x.kpe_stride_page == x.ckv_stride_page && x.kpe_stride_row == x.ckv_stride_row;
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
-    const WorkspaceLayout w = workspace_layout(t.ctas);
+    const WorkspaceLayout w = workspace_layout(t.ctas, t.rows);
     auto* base = static_cast<char*>(workspace);
     a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
     a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
     a.part_o = reinterpret_cast<float*>(base + w.part_o);
-    return cuda_status(mla_v1::launch(a, Pipe{t.stages, t.producers}, kWork, stream), info().key + " launch");
+    const cudaError_t e = wide(t) ? launch_m64(a, kWork, stream) : mla_v1::launch(a, Pipe{t.stages, t.producers}, kWork, stream);
+    return cuda_status(e, info().key + " launch");
   }
 };
 

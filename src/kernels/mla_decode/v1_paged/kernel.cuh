@@ -35,6 +35,7 @@ struct Group {
   __device__ int64_t out_row(int b, int heads, int seq_q) const {  // first output row of an item
     return (int64_t(b) * seq_q + qpos) * heads + hblock * kHeadBlock;
   }
+  __device__ int rows() const { return kHeadBlock; }  // query rows of an item
 };
 
 template <class Smem>
@@ -51,7 +52,7 @@ __device__ void init_barriers(Smem& s) {
 
 // Warp-wide: rows [first, first + rows) of request b into one ring stage; rows past `rows` and
 // rows of a page id outside the cache are zeros (never read).
-__device__ void fill_stage(const Params& p, int b, int first, int rows, uint16_t* dst, uint64_t* full,
+__device__ inline void fill_stage(const Params& p, int b, int first, int rows, uint16_t* dst, uint64_t* full,
                            uint64_t policy) {
   const MlaTensors& x = p.io;
   const int lane = threadIdx.x % 32, j = first + lane;
@@ -139,7 +140,7 @@ __device__ void consume_piece(Smem& s, int count, int64_t& stage, float scale_lo
 }
 
 // bf16 O / l and lse of an item held whole (consumer threads); count == 0: output 0, lse -inf.
-__device__ void store_item(const Params& p, int64_t row0, const dsa_v2::RowState& st, const float (&l_total)[2],
+__device__ inline void store_item(const Params& p, int64_t row0, const dsa_v2::RowState& st, const float (&l_total)[2],
                            const float (&o)[dsa_v2::kOTiles][4], bool empty) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
   auto* out = static_cast<uint32_t*>(p.io.output);
@@ -159,7 +160,7 @@ __device__ void store_item(const Params& p, int64_t row0, const dsa_v2::RowState
 
 // The unnormalised partial of a piece into partial slot `slot_row` (consumer threads); an empty
 // piece writes l = 0, which the merge skips.
-__device__ void store_partial(const Params& p, int64_t slot_row, const dsa_v2::RowState& st,
+__device__ inline void store_partial(const Params& p, int64_t slot_row, const dsa_v2::RowState& st,
                               const float (&l_total)[2], const float (&o)[dsa_v2::kOTiles][4], bool empty) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
   const int col = warp * dsa_v2::kDimsPerWarp + 2 * (lane % 4);
@@ -179,7 +180,7 @@ __device__ void store_partial(const Params& p, int64_t slot_row, const dsa_v2::R
 }
 
 // Counts this CTA's piece at the item's counter once every consumer thread's stores are visible.
-__device__ void publish_piece(uint32_t* arrivals) {
+__device__ inline void publish_piece(uint32_t* arrivals) {
   __threadfence();
   dsa_v2::consumer_sync();
   if (threadIdx.x == 0) atomicAdd(arrivals, 1u);
@@ -261,8 +262,9 @@ struct ChunkState {
 };
 
 // Pieces j = first, first + step, ... of chunk c of a split item (CTAs gbase + first_cta + j of
-// the grid), loads batched.
+// the grid; partial slots of kSlotRows query rows), loads batched.
 constexpr int kMergeBatch = 8;
+template <int kSlotRows>
 __device__ ChunkState merge_pieces(const Params& p, const Piece& pc, int n, int64_t total, int gbase, int c,
                                    int first, int step) {
   const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
@@ -275,7 +277,7 @@ __device__ ChunkState merge_pieces(const Params& p, const Piece& pc, int n, int6
       const int j = j0 + u * step;
       const bool in = j < pc.pieces;
       const int slot = slot_of_piece(pc, j, n, total);
-      const int64_t row = ((int64_t(gbase) + pc.first_cta + (in ? j : 0)) * 2 + slot) * kHeadBlock + h;
+      const int64_t row = ((int64_t(gbase) + pc.first_cta + (in ? j : 0)) * 2 + slot) * kSlotRows + h;
       const float4* src = reinterpret_cast<const float4*>(p.part_o + row * kDimV + d0);
       a[u] = in ? __ldcg(src) : float4{};
       b[u] = in ? __ldcg(src + 1) : float4{};
@@ -287,13 +289,15 @@ __device__ ChunkState merge_pieces(const Params& p, const Piece& pc, int n, int6
   return st;
 }
 
-// This CTA's share of a split item's 1024 output chunks, piece k of the item's pieces: with
-// fewer chunks than threads, several threads take one chunk (strided pieces) and combine their
-// states through shared memory in a fixed order, so the result is deterministic.
-template <int kThreads>
-__device__ void merge_share(const Params& p, float* scratch, const Piece& pc, int n, int64_t total, const Group& g,
-                            int k) {
-  const int c_begin = k * kChunks / pc.pieces, c_end = (k + 1) * kChunks / pc.pieces;
+// This CTA's share of a split item's output chunks (8 dims of one query row; g.rows() x 64 of
+// them), piece k of the item's pieces: with fewer chunks than threads, several threads take one
+// chunk (strided pieces) and combine their states through shared memory in a fixed order, so the
+// result is deterministic. kThreads threads (0..kThreads-1) take part; `sync` is their barrier.
+template <int kThreads, int kSlotRows, class G, class Sync>
+__device__ void merge_share(const Params& p, float* scratch, const Piece& pc, int n, int64_t total, const G& g,
+                            int k, Sync&& sync) {
+  const int chunks = g.rows() * (kDimV / 8);
+  const int c_begin = k * chunks / pc.pieces, c_end = (k + 1) * chunks / pc.pieces;
   const int n_chunks = c_end - c_begin;
   const int tpc = n_chunks >= kThreads ? 1 : kThreads / n_chunks;  // threads per chunk
   const int per_pass = kThreads / tpc;
@@ -303,19 +307,19 @@ __device__ void merge_share(const Params& p, float* scratch, const Piece& pc, in
     const int c = base + int(threadIdx.x) / tpc, r = int(threadIdx.x) % tpc;
     const bool mine = int(threadIdx.x) / tpc < per_pass && c < c_end;
     ChunkState st;
-    if (mine) st = merge_pieces(p, pc, n, total, gbase, c, r, tpc);
+    if (mine) st = merge_pieces<kSlotRows>(p, pc, n, total, gbase, c, r, tpc);
     if (tpc > 1) {
       float* slot = scratch + threadIdx.x * 10;
       slot[0] = st.m, slot[1] = st.l;
 #pragma unroll
       for (int i = 0; i < 8; ++i) slot[2 + i] = st.acc[i];
-      __syncthreads();
+      sync();
       if (mine && r == 0)
         for (int i = 1; i < tpc; ++i) {
           const float* o = scratch + (threadIdx.x + i) * 10;
           st.add(o[0], o[1], make_float4(o[2], o[3], o[4], o[5]), make_float4(o[6], o[7], o[8], o[9]));
         }
-      __syncthreads();
+      sync();
     }
     if (!mine || r != 0) continue;
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
@@ -328,33 +332,35 @@ __device__ void merge_share(const Params& p, float* scratch, const Piece& pc, in
 }
 
 // Waits for every piece of a split item, merges this CTA's share, and leaves; the last CTA to
-// leave sets the item's counters back to zero (all threads call it).
-template <int kThreads>
-__device__ void merge_item(const Params& p, float* scratch, const Piece& pc, const Range& r, const Group& g) {
+// leave sets the item's counters back to zero. Threads 0..kThreads-1 call it; `sync` is their
+// barrier.
+template <int kThreads, int kSlotRows, class G, class Sync>
+__device__ void merge_item(const Params& p, float* scratch, const Piece& pc, const Range& r, const G& g, Sync&& sync) {
   uint32_t* counters = p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta);
   if (threadIdx.x == 0) {
     while (ld_acquire_gpu(&counters[0]) < uint32_t(pc.pieces)) __nanosleep(32);
     __threadfence();
   }
-  __syncthreads();
-  merge_share<kThreads>(p, scratch, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
-  __syncthreads();  // the scratch is free again; every read of this item's partials is done
+  sync();
+  merge_share<kThreads, kSlotRows>(p, scratch, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta, sync);
+  sync();  // the scratch is free again; every read of this item's partials is done
   if (threadIdx.x == 0 && atomicAdd(&counters[1], 1u) == uint32_t(pc.pieces - 1)) {
     counters[0] = 0;
     counters[1] = 0;
   }
 }
 
-template <int kThreads, class Smem>
-__device__ void merge_split_items(const Params& p, Smem& s, const Range& r, const Group& g) {
-  auto* scratch = reinterpret_cast<float*>(&s.ring[0][0]);
+// The CTA's split items (only its first and its last can be), merged after every piece of the
+// CTA is published; `scratch` holds kThreads x 10 floats.
+template <int kThreads, int kSlotRows, class G, class Sync>
+__device__ void merge_split_items(const Params& p, float* scratch, const Range& r, const G& g, Sync&& sync) {
   const Piece first = piece_of(p, r, g.qpos, r.first, r.first_unit);
-  if (first.pieces > 1) merge_item<kThreads>(p, scratch, first, r, g);
+  if (first.pieces > 1) merge_item<kThreads, kSlotRows>(p, scratch, first, r, g, sync);
   if (r.last == r.first) return;
   int64_t unit = first.unit + first.units;  // the last item starts where the others end
   for (int b = r.first + 1; b < r.last; ++b) unit += item_units(visible_rows(p, b, g.qpos));
   const Piece last = piece_of(p, r, g.qpos, r.last, unit);
-  if (last.pieces > 1) merge_item<kThreads>(p, scratch, last, r, g);
+  if (last.pieces > 1) merge_item<kThreads, kSlotRows>(p, scratch, last, r, g, sync);
 }
 
 // ---- the kernel ------------------------------------------------------------------------------
@@ -375,7 +381,8 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   else consume_no_math<Stages>(p, s, r, g);
   if constexpr (!kMath) return;
   __syncthreads();  // every piece of this CTA is published; the ring is free
-  merge_split_items<kThreadsFor<Producers>>(p, s, r, g);
+  merge_split_items<kThreadsFor<Producers>, kHeadBlock>(p, reinterpret_cast<float*>(&s.ring[0][0]), r, g,
+                                                        [] { __syncthreads(); });
 }
 
 }  // namespace mlakit::mla_v1

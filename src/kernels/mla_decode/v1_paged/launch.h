@@ -18,4 +18,9 @@ cudaError_t launch(const Params& params, Pipe pipe, Work work, cudaStream_t stre
 // Registers and local memory of a pipe's kernel (for validation and --explain).
 cudaError_t kernel_attributes(Pipe pipe, Work work, cudaFuncAttributes* attr);
 
+// The 64-query-rows-per-CTA kernel (tiling field m64; m64.cuh): one cooperative launch, grid
+// (ctas_per_group, groups) with groups = ceil(s_q x heads / 64).
+cudaError_t launch_m64(const Params& params, Work work, cudaStream_t stream);
+cudaError_t kernel_attributes_m64(Work work, cudaFuncAttributes* attr);
+
 }  // namespace mlakit::mla_v1

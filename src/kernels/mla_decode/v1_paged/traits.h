@@ -42,8 +42,6 @@ constexpr int kMaxGroups = kMaxSeqQ * kMaxHeads / kHeadBlock;  // 32
 // Split work items merge through per-CTA partial slots and per-CTA counters in the workspace's
 // fixed counter region (two counters per CTA): at most this many CTAs.
 constexpr int kMaxCtas = int(dsa_workspace::kCounterBytes / (2 * sizeof(uint32_t)));
-// Output chunks of a work item in the merge: 8 dims of one head.
-constexpr int kChunks = kHeadBlock * kDimV / 8;  // 1024
 static_assert(kUnitRows == 2 * kStageRows, "a schedule unit is one two-stage compute tile");
 
 // The compiled (stages, producers) pairs; 5 stages would exceed the 227 KB of an SM next to the
@@ -66,8 +64,9 @@ struct Params {
   int ctas_per_group;    // gridDim.x
   int fused_rows;        // 1: kpe follows ckv in each row (one 1152-byte bulk copy per row)
   float scale_log2;      // sm_scale * log2(e)
-  float* part_o;         // [ctas][2][16][512] unnormalised partial outputs of split work items
-  float2* part_ml;       // [ctas][2][16] (running max in the log2 domain, sum of 2^(x - m))
+  float* part_o;         // [ctas][2][rows][512] unnormalised partial outputs of split work items
+  float2* part_ml;       // [ctas][2][rows] (running max in the log2 domain, sum of 2^(x - m));
+                         // rows = query rows of a group: 16, or 64 with the m64 tiling
   uint32_t* counters;    // [ctas][2] arrivals and departures; zero between calls
 };
 
@@ -107,13 +106,13 @@ static_assert(sizeof(SmemPlan<3>::ring) >= size_t(kThreadsFor<4>) * 10 * sizeof(
 constexpr int kDocumentedRegisters = 242;
 
 // Workspace: the fixed counter region (zero between calls), then (m, l) and O partials, two
-// slots per CTA (its first and its last work item may be split).
+// slots of `group_rows` query rows per CTA (its first and its last work item may be split).
 struct WorkspaceLayout {
   size_t counters = 0, part_ml = 0, part_o = 0, bytes = 0;
 };
-inline WorkspaceLayout workspace_layout(int ctas) {
+inline WorkspaceLayout workspace_layout(int ctas, int group_rows = kHeadBlock) {
   const auto align = [](size_t b) { return (b + 255) / 256 * 256; };
-  const size_t rows = size_t(ctas) * 2 * kHeadBlock;
+  const size_t rows = size_t(ctas) * 2 * group_rows;
   WorkspaceLayout w;
   w.counters = 0;
   w.part_ml = dsa_workspace::kCounterBytes;

@@ -1,0 +1,23 @@
+// mla_decode v1_paged host launcher of the 64-query-rows-per-CTA kernel (m64.cuh): the attention
+// and its gather floor, each one cooperative launch (the CTAs of a split item wait for each other).
+#include "kernels/common/launch_once.h"
+#include "kernels/mla_decode/v1_paged/launch.h"
+#include "kernels/mla_decode/v1_paged/m64.cuh"
+
+namespace mlakit::mla_v1 {
+
+cudaError_t launch_m64(const Params& params, Work work, cudaStream_t stream) {
+  const dim3 grid(params.ctas_per_group, params.groups), block(m64::kThreads);
+  const int smem = int(m64::kSmemBytes);
+  return work == Work::kAttention
+             ? kernels::launch_with_smem<m64::mla_m64_kernel<true>>(params, grid, block, smem, true, stream)
+             : kernels::launch_with_smem<m64::mla_m64_kernel<false>>(params, grid, block, smem, true, stream);
+}
+
+cudaError_t kernel_attributes_m64(Work work, cudaFuncAttributes* attr) {
+  *attr = {};
+  return work == Work::kAttention ? cudaFuncGetAttributes(attr, m64::mla_m64_kernel<true>)
+                                  : cudaFuncGetAttributes(attr, m64::mla_m64_kernel<false>);
+}
+
+}  // namespace mlakit::mla_v1

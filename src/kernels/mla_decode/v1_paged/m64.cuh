@@ -1,0 +1,285 @@
+// mla_decode v1_paged, 64 query rows per CTA (tiling field m64): a request's s_q x heads query rows
+// in groups of 64 are the M of Hopper's wgmma, so every group streams each cache row once.
+//
+//   grid = (ctas_per_group, groups), groups = ceil(s_q x heads / 64); group gi holds the query rows
+//   [64 gi, 64 gi + 64) of every request (row f = position f / heads, head f % heads), and walks
+//   the schedule of its last position (schedule.cuh: the most rows under causal masking); a row
+//   of an earlier position masks the cache rows it does not see.
+//   warps 0-7: the 64-row wgmma consumer pair (kernels/common/wgmma_rows64.cuh) over 64-row
+//   tiles of a ring that continues across the CTA's pieces; per piece: Q of the item, the tiles,
+//   then bf16 output and lse (an item held whole) or an unnormalised partial (a piece of a split
+//   item) counted at the item's counter.
+//   warps 8-11: producers, one warpgroup (its registers lowered by setmaxnreg for the consumers'
+//   64 x 256 fp32 accumulators). Warp 0 of them loads each item's Q (64 rows x 576, 16-byte
+//   cp.async into 9 swizzled blocks) once the consumers' last QK of the previous item is done;
+//   stage i goes to warp i % 4: the page of each row from block_table per lane, then 32 rows by
+//   16-byte cp.async into the swizzled blocks (lane L: chunks L and 32 + L of ckv, L < 8: chunk L
+//   of kpe), completion on the stage's mbarrier. Rows past the piece and rows of a page id outside
+//   the cache are zero-filled, never read.
+//   The end as the 16-row path (kernel.cuh), by the 256 consumer threads: every CTA holding a
+//   piece of a split item waits for the item and merges its share of the item's output chunks.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/wgmma_rows64.cuh"
+#include "kernels/mla_decode/v1_paged/kernel.cuh"
+#include "kernels/mla_decode/v1_paged/m64_traits.h"
+
+namespace mlakit::mla_v1::m64 {
+
+using namespace mlakit::kernels;
+using rows64::consumer_wg;
+using rows64::copy_rows;
+using rows64::pair_sync;
+using rows64::RowPtrs;
+using rows64::Rows;
+using rows64::wg_warp;
+static_assert(kWgs == rows64::kWgs && kStageRows == rows64::kStageRows && kBlockBytes == rows64::kBlockBytes &&
+                  kQBlockBytes == rows64::kQBlockBytes && kRows == rows64::kRows &&
+                  kConsumerThreads == rows64::kConsumerThreads && kStageBytes == rows64::kStageBytes,
+              "m64 runs the shared 64-row wgmma consumer pair");
+
+// The query rows of a group.
+struct Group {
+  int index;  // gi (blockIdx.y)
+  int f0;     // first of the request's s_q x heads query rows
+  int n;      // rows of the group: 64, fewer in the last group when s_q x heads is not a multiple
+  int qpos;   // the group's last query position: the schedule's rows
+  __device__ int64_t out_row(int b, int heads, int seq_q) const { return int64_t(b) * seq_q * heads + f0; }
+  __device__ int rows() const { return n; }
+};
+__device__ __forceinline__ Group group_of(const Params& p, int index) {
+  Group g;
+  g.index = index;
+  g.f0 = index * kRows;
+  g.n = min(kRows, p.seq_q * p.heads - g.f0);
+  g.qpos = (g.f0 + g.n - 1) / p.heads;
+  return g;
+}
+
+// ---- producers -------------------------------------------------------------------------------
+
+// Warp-wide: Q rows of item b into the swizzled Q blocks; rows past the group's are zeros.
+__device__ inline void load_q(const Params& p, SmemPlan& s, const Group& g, int b) {
+  const MlaTensors& x = p.io;
+  const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + b * x.q_nope_stride_b;
+  const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + b * x.q_pe_stride_b;
+  copy_rows(s.q, kQBlockBytes, 0, kRows, 1,
+            [&](int m) {
+              const int f = g.f0 + (m < g.n ? m : 0), i = f / p.heads, h = f % p.heads;
+              return RowPtrs{q_nope + i * x.q_nope_stride_s + h * x.q_nope_stride_h,
+                             q_pe + i * x.q_pe_stride_s + h * x.q_pe_stride_h, m < g.n};
+            },
+            l2_policy(L2Evict::kNormal));
+}
+
+// Warp-wide: rows [first, first + rows) of request b into one ring stage.
+__device__ inline void fill_stage(const Params& p, int b, int first, int rows, uint8_t* dst, uint64_t policy) {
+  const MlaTensors& x = p.io;
+  const int lane = threadIdx.x % 32, j = first + lane;
+  int page = -1;
+  if (lane < rows) page = __ldg(x.block_table + b * x.block_table_stride_b + j / p.page_size);
+  if (page >= p.num_pages) page = -1;
+  const int in_page = j % p.page_size;
+  const auto* ckv = static_cast<const uint16_t*>(x.ckv_cache);
+  const auto* kpe = static_cast<const uint16_t*>(x.kpe_cache);
+  copy_rows(dst, kBlockBytes, 0, kStageRows, 1,
+            [&](int r) {
+              const int pg = __shfl_sync(0xffffffffu, page, r), row = __shfl_sync(0xffffffffu, in_page, r);
+              const bool valid = pg >= 0;
+              const int64_t page_at = valid ? pg : 0;
+              return RowPtrs{ckv + page_at * x.ckv_stride_page + row * x.ckv_stride_row,
+                             kpe + page_at * x.kpe_stride_page + row * x.kpe_stride_row, valid};
+            },
+            policy);
+}
+
+// Producer warp `pw`: Q of each item (warp 0) and its share of the ring stages (stage i: warp
+// i % 4), in the order the consumers take them.
+__device__ inline void produce(const Params& p, SmemPlan& s, const Range& r, const Group& g, int pw) {
+  const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
+  int64_t stage = 0;  // ring stages of this CTA so far
+  int items = 0;      // items whose Q was loaded
+  int64_t unit = r.first_unit;
+  for (int b = r.first; b <= r.last; ++b) {
+    const Piece pc = piece_of(p, r, g.qpos, b, unit);
+    unit += pc.units;
+    if (pc.count == 0) continue;
+    if (pw == 0) {
+      mbar_wait(&s.q_empty, (items & 1) ^ 1);
+      load_q(p, s, g, b);
+      cp_async_arrive_on(&s.q_full);
+    }
+    ++items;
+    const int stages = (pc.count + kStageRows - 1) / kStageRows;
+    for (int k = 0; k < stages; ++k, ++stage) {
+      if (int(stage % kProducers) != pw) continue;
+      const int buf = int(stage % kStages);
+      const int first = pc.begin + k * kStageRows, rows = min(kStageRows, pc.count - k * kStageRows);
+      mbar_wait(&s.empty[buf], uint32_t((stage / kStages) & 1) ^ 1);
+      fill_stage(p, b, first, rows, s.ring[buf], policy);
+      cp_async_arrive_on(&s.full[buf]);
+    }
+  }
+}
+
+// ---- consumers -------------------------------------------------------------------------------
+
+// The tiles of one piece (`count` rows from request row `begin`), continuing the CTA's ring at
+// stage `stage`. `seen[r]`: rows of the request the lane's row r sees (its causal limit; 0 for a
+// row past the group's). Releases Q after the last tile's QK.
+__device__ inline void consume_piece(SmemPlan& s, int begin, int count, const int (&seen)[2], int64_t& stage,
+                                     float scale_log2, Rows& st, float (&o)[128]) {
+  const int wg = consumer_wg();
+  const int stages = (count + kStageRows - 1) / kStageRows;
+  for (int i = 0; i < stages; i += 2, stage += 2) {
+    const bool two = i + 1 < stages;
+    const int b0 = int(stage % kStages), b1 = int((stage + 1) % kStages);
+    mbar_wait(&s.full[b0], uint32_t((stage / kStages) & 1));
+    if (two) mbar_wait(&s.full[b1], uint32_t(((stage + 1) / kStages) & 1));
+    fence_async_smem();  // cp.async wrote the rows; wgmma reads them
+    // A tile of one stage: warpgroup 1 has no rows of its own, warpgroup 0 no other half.
+    const uint32_t own = smem_addr(s.ring[wg == 0 || !two ? b0 : b1]);
+    const uint32_t other = smem_addr(s.ring[wg == 1 || !two ? b0 : b1]);
+    const int own_first = begin + (i + wg) * kStageRows;  // request row of the own stage's column 0
+    const int own_rows = wg == 0 || two ? min(kStageRows, count - (i + wg) * kStageRows) : 0;
+    const int lim[2] = {min(own_rows, seen[0] - own_first), min(own_rows, seen[1] - own_first)};
+    const bool last = i + 2 >= stages;
+    rows64::tile(s, own, other, lim, scale_log2, st, o, [&] {
+      if (last) mbar_arrive(&s.q_empty);  // no QK of this item reads Q any more
+    });
+    mbar_arrive(&s.empty[b0]);  // released only now: P V read both stages
+    if (two) mbar_arrive(&s.empty[b1]);
+  }
+  if (stages % 2 == 1) stage -= 1;  // a one-stage last tile took one stage, not two
+}
+
+// bf16 O / l and the lse of an item held whole; a row that saw nothing gets 0 and -inf.
+__device__ inline void store_item(const Params& p, const Group& g, int b, const Rows& st, const float (&l_total)[2],
+                                  const float (&o)[128]) {
+  const int wg = consumer_wg(), lane = threadIdx.x % 32, q = lane % 4;
+  const int row0 = wg_warp() * 16 + lane / 4, col = wg * rows64::kDimsPerWg + 2 * q;
+  const int64_t out0 = g.out_row(b, p.heads, p.seq_q);
+  auto* out = static_cast<uint32_t*>(p.io.output);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int m = row0 + 8 * r;
+    if (m >= g.n) continue;
+    const bool seen = l_total[r] > 0.f;
+    const float inv = seen ? 1.f / l_total[r] : 0.f;
+    const int64_t base = (out0 + m) * kDimV + col;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) out[(base + 8 * j) / 2] = pack_bf16x2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+    if (wg == 0 && q == 0) p.io.lse[out0 + m] = seen ? st.m[r] + log2f(l_total[r]) : -INFINITY;
+  }
+}
+
+// The unnormalised partial of a piece into partial slot row `slot_row` (64 rows); l = 0 marks a
+// row that saw nothing in the piece, which the merge skips.
+__device__ inline void store_partial(const Params& p, int64_t slot_row, const Rows& st, const float (&l_total)[2],
+                                     const float (&o)[128]) {
+  const int wg = consumer_wg(), lane = threadIdx.x % 32, q = lane % 4;
+  const int row0 = wg_warp() * 16 + lane / 4, col = wg * rows64::kDimsPerWg + 2 * q;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float* dst = p.part_o + (slot_row + row0 + 8 * r) * kDimV + col;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) *reinterpret_cast<float2*>(dst + 8 * j) = make_float2(o[4 * j + 2 * r], o[4 * j + 2 * r + 1]);
+    if (wg == 0 && q == 0) p.part_ml[slot_row + row0 + 8 * r] = make_float2(st.m[r], l_total[r]);
+  }
+}
+
+__device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, const Group& g) {
+  int64_t stage = 0;
+  int items = 0;
+  int64_t unit = r.first_unit;
+  const int lane = threadIdx.x % 32;
+  for (int b = r.first; b <= r.last; ++b) {
+    const Piece pc = piece_of(p, r, g.qpos, b, unit);
+    unit += pc.units;
+    Rows st;
+    float o[128] = {};
+    float l_total[2] = {0.f, 0.f};
+    if (pc.count > 0) {
+      int seen[2];
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const int m = wg_warp() * 16 + lane / 4 + 8 * k;
+        seen[k] = m < g.n ? visible_rows(p, b, (g.f0 + m) / p.heads) : 0;
+      }
+      mbar_wait(&s.q_full, uint32_t(items & 1));
+      fence_async_smem();  // cp.async wrote Q; wgmma reads it
+      ++items;
+      consume_piece(s, pc.begin, pc.count, seen, stage, p.scale_log2, st, o);
+      rows64::total_sums(s, st, l_total);
+    }
+    if (pc.pieces == 1) {
+      store_item(p, g, b, st, l_total, o);
+    } else {
+      const int64_t gid = int64_t(g.index) * p.ctas_per_group + blockIdx.x;
+      store_partial(p, (gid * 2 + pc.slot) * kRows, st, l_total, o);
+      __threadfence();
+      pair_sync();  // every consumer thread's stores are visible before the piece counts
+      if (threadIdx.x == 0) atomicAdd(p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta), 1u);
+    }
+  }
+}
+
+// The gather floor's consumers: the same hand-offs (Q, every ring stage) with no math and no
+// output, so the producers stream exactly the rows the kernel reads.
+__device__ inline void consume_no_math(const Params& p, SmemPlan& s, const Range& r, const Group& g) {
+  int64_t stage = 0;
+  int items = 0;
+  int64_t unit = r.first_unit;
+  for (int b = r.first; b <= r.last; ++b) {
+    const Piece pc = piece_of(p, r, g.qpos, b, unit);
+    unit += pc.units;
+    if (pc.count == 0) continue;
+    mbar_wait(&s.q_full, uint32_t(items & 1));
+    mbar_arrive(&s.q_empty);
+    ++items;
+    const int stages = (pc.count + kStageRows - 1) / kStageRows;
+    for (int i = 0; i < stages; ++i, ++stage) {
+      const int buf = int(stage % kStages);
+      mbar_wait(&s.full[buf], uint32_t((stage / kStages) & 1));
+      mbar_arrive(&s.empty[buf]);
+    }
+  }
+}
+
+// ---- the kernel ------------------------------------------------------------------------------
+
+// kMath = false: the gather floor of this tiling (mla_decode.floor_stream.bf16): rows and Q only.
+template <bool kMath>
+__global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_constant__ Params p) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  auto& s = *reinterpret_cast<SmemPlan*>((reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) / kAlign * kAlign);
+  const Group g = group_of(p, int(blockIdx.y));
+  if (threadIdx.x == 0) {
+    for (auto& b : s.full) mbar_init(&b, 32);  // the filling warp's lanes
+    for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);
+    mbar_init(&s.q_full, 32);                  // producer warp 0's lanes
+    mbar_init(&s.q_empty, kConsumerThreads);
+    mbar_fence_init();
+  }
+  // Ordered before first use by locate_range's barriers.
+  const Range r = locate_range<kThreads>(p, g.qpos, blockIdx.x, s.scan, s.sched);
+  if (r.empty()) return;  // more CTAs than units: this one holds none
+  const int warp = threadIdx.x / 32;
+  if (warp >= kWgs * 4) {  // the producer warpgroup leaves once its copies are issued
+    set_max_registers<kProducerRegs, false>();
+    produce(p, s, r, g, warp - kWgs * 4);
+    return;
+  }
+  set_max_registers<kConsumerRegs, true>();
+  if constexpr (!kMath) {
+    consume_no_math(p, s, r, g);
+  } else {
+    consume(p, s, r, g);
+    pair_sync();  // every piece of this CTA is published; the ring is free
+    merge_split_items<kConsumerThreads, kRows>(p, reinterpret_cast<float*>(&s.ring[0][0]), r, g, [] { pair_sync(); });
+  }
+}
+
+}  // namespace mlakit::mla_v1::m64

@@ -1,0 +1,72 @@
+// mla_decode v1_paged with 64 query rows per CTA (tiling field m64): constants and the
+// shared-memory plan. Host-safe (plain C++), like traits.h.
+//
+// A group is 64 consecutive rows of a request's s_q x heads query rows (position-major, as the
+// output is laid out), so 128 heads are 2 groups instead of 8 and 16 heads x 4 positions one
+// instead of 4: each group streams every cache row into its CTAs once, whatever the heads and
+// positions it holds. The math is the 64-row wgmma consumer pair of
+// kernels/common/wgmma_rows64.cuh (shared with dsa_decode v2_fused's h64); the rows arrive by
+// 16-byte cp.async straight into the 128-byte swizzle wgmma reads (a bulk copy cannot swizzle).
+// Devlog: docs/kernels/mla_decode_v1_paged.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/mla_decode/v1_paged/traits.h"
+
+namespace mlakit::mla_v1::m64 {
+
+constexpr int kRows = 64;                      // query rows of a group: the M of every wgmma
+constexpr int kWgs = 2;                        // consumer warpgroups
+constexpr int kStages = 4;                     // 32-row stages: two 64-row tiles in the ring
+constexpr int kProducers = 4;                  // one producer warpgroup (setmaxnreg works per warpgroup)
+constexpr int kConsumerThreads = kWgs * 128;   // 256
+constexpr int kThreads = kConsumerThreads + kProducers * 32;  // 384
+// Registers per thread after the roles split (setmaxnreg). setmaxnreg moves registers inside the
+// CTA's launch allocation (168 per thread under __launch_bounds__(384, 1): 64,512), not the
+// 65,536 of the SM: a raise past it waits forever (128 x 64 + 256 x 224 hung every launch).
+// 72 / 216 spill nothing (ptxas -v; 56 / 224 spilled 76 bytes of the producers' schedule state).
+constexpr int kProducerRegs = 72;
+constexpr int kConsumerRegs = 216;
+constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;  // 168: what each thread holds at launch
+static_assert(kProducers * 32 * kProducerRegs + kConsumerThreads * kConsumerRegs <= kThreads * kLaunchRegs,
+              "setmaxnreg redistributes the CTA's launch allocation");
+constexpr int kBlocks = kDimK / 64;                        // 9 swizzled 64-dim blocks (8 ckv + 1 kpe)
+constexpr int kBlockBytes = kStageRows * 128;              // 4 KB
+constexpr int kStageBytes = kBlocks * kBlockBytes;         // 36 KB
+constexpr int kQBlockBytes = kRows * 128;                  // 8 KB
+constexpr int kQBytes = kBlocks * kQBlockBytes;            // 72 KB
+constexpr int kPBytes = kRows * 128;                       // 8 KB
+constexpr int kSmemWarps = kThreads / 32;
+
+// Shared memory: the 1024-byte-aligned operands first (Q, P, the ring), the small state after
+// them; the plan sits at the first 1024-byte boundary of the dynamic shared memory.
+struct SmemPlan {
+  uint8_t q[kQBytes];                  // Q of the current item: 9 blocks of 64 rows x 128 B
+  uint8_t p[kPBytes];                  // P of the tile, 64 rows x 64 cache rows
+  uint8_t ring[kStages][kStageBytes];  // the gathered tiles (and the merge's scratch at the end)
+  uint64_t full[kStages];              // the stage's rows arrived (the filling warp's cp.async)
+  uint64_t empty[kStages];             // both consumer warpgroups are done with the stage
+  uint64_t q_full;                     // Q of the next item arrived
+  uint64_t q_empty;                    // the consumers' last read of Q of the item is done
+  int64_t scan[32];                    // per-warp sums of the schedule scan
+  int64_t sched[4];                    // first item, its first unit, last item, its first unit
+  float red_max[kWgs][kRows];          // each warpgroup's tile maxima per row
+  float red_sum[kWgs][kRows];          // each warpgroup's sums per row, at the end
+};
+constexpr size_t kAlign = 1024;        // the swizzle atom: operand blocks start on it
+constexpr size_t kSmemBytes = sizeof(SmemPlan) + kAlign;  // with room to align the base
+static_assert(kQBytes % kAlign == 0 && kPBytes % kAlign == 0 && kStageBytes % kAlign == 0,
+              "every operand block starts on a swizzle atom");
+static_assert(kStageBytes >= kConsumerThreads * 10 * int(sizeof(float)),
+              "the merge's per-thread states fit in the first ring stage");
+
+// The register need ptxas reports (sm_90a, nvcc 13.0) before the roles split, for the validator
+// without a GPU: 65536 / 384 threads.
+constexpr int kDocumentedRegisters = kLaunchRegs;
+
+// Query-row groups of a problem: ceil(s_q x heads / 64).
+constexpr int groups_of(int seq_q, int heads) { return (seq_q * heads + kRows - 1) / kRows; }
+
+}  // namespace mlakit::mla_v1::m64
