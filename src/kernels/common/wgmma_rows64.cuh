@@ -22,27 +22,13 @@
 
 #include "kernels/common/async_pipe.cuh"
 #include "kernels/common/mma.cuh"
+#include "kernels/common/rows64_layout.h"
 #include "kernels/common/softmax.cuh"
 #include "kernels/common/wgmma.cuh"
 
 namespace mlakit::kernels::rows64 {
 
 namespace gmma = cute::SM90::GMMA;
-
-constexpr int kRows = 64;                       // the M of every wgmma
-constexpr int kWgs = 2;                         // consumer warpgroups: stage halves of S, dim halves of O
-constexpr int kWgThreads = 128;
-constexpr int kConsumerThreads = kWgs * kWgThreads;
-constexpr int kStageRows = 32;                  // cache rows of one ring stage (S of one warpgroup)
-constexpr int kDimV = 512, kDimK = 576;
-constexpr int kBlocks = kDimK / 64;             // 9 swizzled 64-dim blocks per row (8 ckv + 1 kpe)
-constexpr int kBlockBytes = kStageRows * 128;   // 4 KB: one block of a stage
-constexpr int kStageBytes = kBlocks * kBlockBytes;   // 36 KB
-constexpr int kQBlockBytes = kRows * 128;       // 8 KB: one block of Q
-constexpr int kQBytes = kBlocks * kQBlockBytes; // 72 KB
-constexpr int kPBytes = kRows * 128;            // 8 KB: P of a 64-row tile, bf16
-constexpr int kDimsPerWg = kDimV / kWgs;        // 256: the N of each PV wgmma
-constexpr uint32_t kPairBarrier = 3;            // 1 and 2 stay free for per-warpgroup barriers
 
 __device__ __forceinline__ int consumer_wg() { return threadIdx.x / kWgThreads; }
 __device__ __forceinline__ int wg_warp() { return (threadIdx.x / 32) % 4; }

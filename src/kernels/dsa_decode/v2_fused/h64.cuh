@@ -31,10 +31,6 @@ using rows64::copy_rows;
 using rows64::pair_sync;
 using rows64::RowPtrs;
 using rows64::Rows;
-static_assert(kWgs == rows64::kWgs && kStageRows == rows64::kStageRows && kBlockBytes == rows64::kBlockBytes &&
-                  kQBlockBytes == rows64::kQBlockBytes && kCtaHeads == rows64::kRows &&
-                  kDimsPerWg == rows64::kDimsPerWg && kWgs * kConsumerThreads == rows64::kConsumerThreads,
-              "h64 runs the shared 64-row wgmma consumer pair");
 
 // Producer warp `pw`: heads pw, pw + 4, ... of Q (issued only; the caller tracks completion).
 __device__ inline void load_q(const Params& p, SmemPlan& s, int t, int head0, int pw) {

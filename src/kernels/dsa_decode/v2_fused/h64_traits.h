@@ -11,17 +11,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/rows64_layout.h"
 #include "kernels/dsa_decode/v2_fused/traits.h"
 
 namespace mlakit::dsa_v2::h64 {
 
-constexpr int kCtaHeads = 64;                  // the M of every wgmma
-constexpr int kWgs = 2;                        // consumer warpgroups: slot halves of S, dim halves of O
+constexpr int kCtaHeads = kernels::rows64::kRows;  // the M of every wgmma
+using kernels::rows64::kWgs;                        // consumer warpgroups: slot halves of S, dim halves of O
 constexpr int kStages = 4;                     // 32-slot stages: two 64-slot tiles in the ring
 constexpr int kProducers = 4;                  // producer warps (16-byte cp.async into the swizzle)
 constexpr int kThreads = kWgs * kConsumerThreads + kProducers * 32;  // 384
 // Registers per thread after the roles split (setmaxnreg): the producer warpgroup gives up what
-// the consumers' 64 x 256 fp32 accumulators need. 128 x 56 + 256 x 224 <= 65536.
+// the consumers' 64 x 256 fp32 accumulators need. 128 x 56 + 256 x 224 = 64,512.
 constexpr int kProducerRegs = 56;
 constexpr int kConsumerRegs = 224;
 static_assert(kProducers == 4, "the producers are one warpgroup (setmaxnreg works per warpgroup)");
@@ -29,13 +30,16 @@ static_assert(kProducers == 4, "the producers are one warpgroup (setmaxnreg work
 // __launch_bounds__(384, 1), not the SM's 65,536 (a raise past it waits forever).
 static_assert(kProducers * 32 * kProducerRegs + kWgs * kConsumerThreads * kConsumerRegs <= kThreads * 168,
               "setmaxnreg redistributes the CTA's launch allocation");
-constexpr int kBlocks = kDimK / 64;            // 9 swizzled 64-dim blocks per row (8 ckv + 1 kpe)
-constexpr int kBlockBytes = kStageRows * 128;  // 4 KB: one block of a stage
-constexpr int kStageBytes = kBlocks * kBlockBytes;         // 36 KB
-constexpr int kQBlockBytes = kCtaHeads * 128;              // 8 KB: one block of Q
-constexpr int kQBytes = kBlocks * kQBlockBytes;            // 72 KB
-constexpr int kPBytes = kCtaHeads * 128;                   // 8 KB: P of a 64-slot tile, bf16
-constexpr int kDimsPerWg = kDimV / kWgs;                   // 256: the N of each PV wgmma
+using kernels::rows64::kBlockBytes;   // 4 KB: one 64-dim block of a stage
+using kernels::rows64::kBlocks;       // 9 swizzled 64-dim blocks per row (8 ckv + 1 kpe)
+using kernels::rows64::kDimsPerWg;    // 256: the N of each PV wgmma
+using kernels::rows64::kPBytes;       // 8 KB: P of a 64-slot tile, bf16
+using kernels::rows64::kQBlockBytes;  // 8 KB: one block of Q
+using kernels::rows64::kQBytes;       // 72 KB
+using kernels::rows64::kStageBytes;   // 36 KB
+static_assert(kernels::rows64::kStageRows == kStageRows && kernels::rows64::kDimK == kDimK &&
+                  kWgs * kConsumerThreads == kernels::rows64::kConsumerThreads,
+              "h64 runs the shared 64-row wgmma consumer pair");
 constexpr int kSlotWarps = kThreads / 32;                  // warp counts of the row compaction
 
 static_assert(kStageRows * kWgs == kTileRows, "each consumer warpgroup computes S of one stage");

@@ -83,12 +83,13 @@ __device__ inline void fill_stage(const Params& p, int b, int first, int rows, u
 }
 static_assert(kStageRows == 32, "one row per lane of a producer warp");
 
-// Producer warp `pw`: Q of each item (warp 0) and its share of the ring stages, in the order the
-// consumers take them.
-template <int Stages, int Producers, class Smem>
-__device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g, int pw) {
-  const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
-  const MlaTensors& x = p.io;
+// Producer warp `pw`'s walk over the CTA's pieces, shared by both row paths: Q of each item with
+// rows (warp 0, once the consumers released the previous Q: load_q(b), then an arrival on q_full
+// when its cp.async land) and its share of the ring stages (stage i: warp i % Producers), in the
+// order the consumers take them: fill(b, first row, rows, buffer) once the buffer is free.
+template <int Stages, int Producers, class Smem, class G, class LoadQ, class Fill>
+__device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Range& r, const G& g, int pw,
+                                            LoadQ&& load_q, Fill&& fill) {
   int64_t stage = 0;  // ring stages of this CTA so far
   int items = 0;      // items whose Q was loaded
   int64_t unit = r.first_unit;
@@ -98,13 +99,7 @@ __device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g
     if (pc.count == 0) continue;
     if (pw == 0) {
       mbar_wait(&s.q_empty, (items & 1) ^ 1);
-      const int h = g.hblock * kHeadBlock;
-      dsa_ring::load_query(static_cast<const uint16_t*>(x.q_nope) + b * x.q_nope_stride_b + g.qpos * x.q_nope_stride_s +
-                               h * x.q_nope_stride_h,
-                           x.q_nope_stride_h,
-                           static_cast<const uint16_t*>(x.q_pe) + b * x.q_pe_stride_b + g.qpos * x.q_pe_stride_s +
-                               h * x.q_pe_stride_h,
-                           x.q_pe_stride_h, kHeadBlock, s.q);
+      load_q(b);
       cp_async_arrive_on(&s.q_full);
     }
     ++items;
@@ -113,10 +108,27 @@ __device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g
       if (int(stage % Producers) != pw) continue;
       const int buf = int(stage % Stages);
       mbar_wait(&s.empty[buf], uint32_t((stage / Stages) & 1) ^ 1);
-      fill_stage(p, b, pc.begin + k * kStageRows, min(kStageRows, pc.count - k * kStageRows), s.ring[buf],
-                 &s.full[buf], policy);
+      fill(b, pc.begin + k * kStageRows, min(kStageRows, pc.count - k * kStageRows), buf);
     }
   }
+}
+
+template <int Stages, int Producers, class Smem>
+__device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g, int pw) {
+  const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
+  const MlaTensors& x = p.io;
+  walk_pieces<Stages, Producers>(
+      p, s, r, g, pw,
+      [&](int b) {
+        const int h = g.hblock * kHeadBlock;
+        dsa_ring::load_query(static_cast<const uint16_t*>(x.q_nope) + b * x.q_nope_stride_b +
+                                 g.qpos * x.q_nope_stride_s + h * x.q_nope_stride_h,
+                             x.q_nope_stride_h,
+                             static_cast<const uint16_t*>(x.q_pe) + b * x.q_pe_stride_b + g.qpos * x.q_pe_stride_s +
+                                 h * x.q_pe_stride_h,
+                             x.q_pe_stride_h, kHeadBlock, s.q);
+      },
+      [&](int b, int first, int rows, int buf) { fill_stage(p, b, first, rows, s.ring[buf], &s.full[buf], policy); });
 }
 
 // ---- consumers -------------------------------------------------------------------------------
@@ -219,8 +231,8 @@ __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g
 
 // The gather floor's consumers: the same hand-offs (Q, every ring stage) with no math and no
 // output, so the producers stream exactly the rows the kernel reads.
-template <int Stages, class Smem>
-__device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const Group& g) {
+template <int Stages, class Smem, class G>
+__device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const G& g) {
   int64_t stage = 0;
   int items = 0;
   int64_t unit = r.first_unit;

@@ -35,10 +35,6 @@ using rows64::pair_sync;
 using rows64::RowPtrs;
 using rows64::Rows;
 using rows64::wg_warp;
-static_assert(kWgs == rows64::kWgs && kStageRows == rows64::kStageRows && kBlockBytes == rows64::kBlockBytes &&
-                  kQBlockBytes == rows64::kQBlockBytes && kRows == rows64::kRows &&
-                  kConsumerThreads == rows64::kConsumerThreads && kStageBytes == rows64::kStageBytes,
-              "m64 runs the shared 64-row wgmma consumer pair");
 
 // The query rows of a group.
 struct Group {
@@ -99,29 +95,12 @@ __device__ inline void fill_stage(const Params& p, int b, int first, int rows, u
 // i % 4), in the order the consumers take them.
 __device__ inline void produce(const Params& p, SmemPlan& s, const Range& r, const Group& g, int pw) {
   const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
-  int64_t stage = 0;  // ring stages of this CTA so far
-  int items = 0;      // items whose Q was loaded
-  int64_t unit = r.first_unit;
-  for (int b = r.first; b <= r.last; ++b) {
-    const Piece pc = piece_of(p, r, g.qpos, b, unit);
-    unit += pc.units;
-    if (pc.count == 0) continue;
-    if (pw == 0) {
-      mbar_wait(&s.q_empty, (items & 1) ^ 1);
-      load_q(p, s, g, b);
-      cp_async_arrive_on(&s.q_full);
-    }
-    ++items;
-    const int stages = (pc.count + kStageRows - 1) / kStageRows;
-    for (int k = 0; k < stages; ++k, ++stage) {
-      if (int(stage % kProducers) != pw) continue;
-      const int buf = int(stage % kStages);
-      const int first = pc.begin + k * kStageRows, rows = min(kStageRows, pc.count - k * kStageRows);
-      mbar_wait(&s.empty[buf], uint32_t((stage / kStages) & 1) ^ 1);
-      fill_stage(p, b, first, rows, s.ring[buf], policy);
-      cp_async_arrive_on(&s.full[buf]);
-    }
-  }
+  walk_pieces<kStages, kProducers>(
+      p, s, r, g, pw, [&](int b) { load_q(p, s, g, b); },
+      [&](int b, int first, int rows, int buf) {
+        fill_stage(p, b, first, rows, s.ring[buf], policy);
+        cp_async_arrive_on(&s.full[buf]);
+      });
 }
 
 // ---- consumers -------------------------------------------------------------------------------
@@ -226,28 +205,6 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
   }
 }
 
-// The gather floor's consumers: the same hand-offs (Q, every ring stage) with no math and no
-// output, so the producers stream exactly the rows the kernel reads.
-__device__ inline void consume_no_math(const Params& p, SmemPlan& s, const Range& r, const Group& g) {
-  int64_t stage = 0;
-  int items = 0;
-  int64_t unit = r.first_unit;
-  for (int b = r.first; b <= r.last; ++b) {
-    const Piece pc = piece_of(p, r, g.qpos, b, unit);
-    unit += pc.units;
-    if (pc.count == 0) continue;
-    mbar_wait(&s.q_full, uint32_t(items & 1));
-    mbar_arrive(&s.q_empty);
-    ++items;
-    const int stages = (pc.count + kStageRows - 1) / kStageRows;
-    for (int i = 0; i < stages; ++i, ++stage) {
-      const int buf = int(stage % kStages);
-      mbar_wait(&s.full[buf], uint32_t((stage / kStages) & 1));
-      mbar_arrive(&s.empty[buf]);
-    }
-  }
-}
-
 // ---- the kernel ------------------------------------------------------------------------------
 
 // kMath = false: the gather floor of this tiling (mla_decode.floor_stream.bf16): rows and Q only.
@@ -274,7 +231,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   }
   set_max_registers<kConsumerRegs, true>();
   if constexpr (!kMath) {
-    consume_no_math(p, s, r, g);
+    mla_v1::consume_no_math<kStages>(p, s, r, g);
   } else {
     consume(p, s, r, g);
     pair_sync();  // every piece of this CTA is published; the ring is free

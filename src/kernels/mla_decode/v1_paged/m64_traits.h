@@ -13,15 +13,16 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/rows64_layout.h"
 #include "kernels/mla_decode/v1_paged/traits.h"
 
 namespace mlakit::mla_v1::m64 {
 
-constexpr int kRows = 64;                      // query rows of a group: the M of every wgmma
-constexpr int kWgs = 2;                        // consumer warpgroups
+using kernels::rows64::kRows;                  // query rows of a group: the M of every wgmma
+using kernels::rows64::kWgs;                   // consumer warpgroups
 constexpr int kStages = 4;                     // 32-row stages: two 64-row tiles in the ring
 constexpr int kProducers = 4;                  // one producer warpgroup (setmaxnreg works per warpgroup)
-constexpr int kConsumerThreads = kWgs * 128;   // 256
+using kernels::rows64::kConsumerThreads;       // 256
 constexpr int kThreads = kConsumerThreads + kProducers * 32;  // 384
 // Registers per thread after the roles split (setmaxnreg). setmaxnreg moves registers inside the
 // CTA's launch allocation (168 per thread under __launch_bounds__(384, 1): 64,512), not the
@@ -32,12 +33,13 @@ constexpr int kConsumerRegs = 216;
 constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;  // 168: what each thread holds at launch
 static_assert(kProducers * 32 * kProducerRegs + kConsumerThreads * kConsumerRegs <= kThreads * kLaunchRegs,
               "setmaxnreg redistributes the CTA's launch allocation");
-constexpr int kBlocks = kDimK / 64;                        // 9 swizzled 64-dim blocks (8 ckv + 1 kpe)
-constexpr int kBlockBytes = kStageRows * 128;              // 4 KB
-constexpr int kStageBytes = kBlocks * kBlockBytes;         // 36 KB
-constexpr int kQBlockBytes = kRows * 128;                  // 8 KB
-constexpr int kQBytes = kBlocks * kQBlockBytes;            // 72 KB
-constexpr int kPBytes = kRows * 128;                       // 8 KB
+using kernels::rows64::kBlockBytes;    // 4 KB: one 64-dim block of a stage
+using kernels::rows64::kPBytes;        // 8 KB: P of a 64-row tile
+using kernels::rows64::kQBlockBytes;   // 8 KB: one block of Q
+using kernels::rows64::kQBytes;        // 72 KB
+using kernels::rows64::kStageBytes;    // 36 KB
+static_assert(kernels::rows64::kStageRows == kStageRows && kernels::rows64::kDimK == kDimK,
+              "m64 runs the shared 64-row wgmma consumer pair");
 constexpr int kSmemWarps = kThreads / 32;
 
 // Shared memory: the 1024-byte-aligned operands first (Q, P, the ring), the small state after

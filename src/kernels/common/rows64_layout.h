@@ -1,0 +1,26 @@
+// The geometry of the 64-row wgmma consumer pair (kernels/common/wgmma_rows64.cuh), host-safe so
+// that the kernels' traits (dsa_decode v2_fused h64, mla_decode v1_paged m64) size shared memory
+// from the same numbers: 64 query rows (the M of every wgmma), two consumer warpgroups, 32-row ring
+// stages of 9 swizzled 64-dim blocks (8 ckv + 1 kpe), Q as 9 blocks of 64 rows, P of a 64-row tile.
+#pragma once
+
+#include <cstdint>
+
+namespace mlakit::kernels::rows64 {
+
+constexpr int kRows = 64;                       // the M of every wgmma
+constexpr int kWgs = 2;                         // consumer warpgroups: stage halves of S, dim halves of O
+constexpr int kWgThreads = 128;
+constexpr int kConsumerThreads = kWgs * kWgThreads;
+constexpr int kStageRows = 32;                  // cache rows of one ring stage (S of one warpgroup)
+constexpr int kDimV = 512, kDimK = 576;
+constexpr int kBlocks = kDimK / 64;             // 9 swizzled 64-dim blocks per row (8 ckv + 1 kpe)
+constexpr int kBlockBytes = kStageRows * 128;   // 4 KB: one block of a stage
+constexpr int kStageBytes = kBlocks * kBlockBytes;   // 36 KB
+constexpr int kQBlockBytes = kRows * 128;       // 8 KB: one block of Q
+constexpr int kQBytes = kBlocks * kQBlockBytes; // 72 KB
+constexpr int kPBytes = kRows * 128;            // 8 KB: P of a 64-row tile, bf16
+constexpr int kDimsPerWg = kDimV / kWgs;        // 256: the N of each PV wgmma
+constexpr uint32_t kPairBarrier = 3;            // 1 and 2 stay free for per-warpgroup barriers
+
+}  // namespace mlakit::kernels::rows64
