@@ -139,9 +139,10 @@ class V1Paged final : public MlaKernel {
     return out;
   }
 
-  // One CTA per SM; 64 query rows per CTA from kWideFromRows query rows per request.
+  // The 64-row path's only pipe: 4 stages, a producer warpgroup, 16-byte cp.async.
   static MlaTiling wide_tiling(int ctas) { return MlaTiling{ctas, m64::kStages, m64::kProducers, 2, kWideRows}; }
 
+  // One CTA per SM; 64 query rows per CTA from kWideFromRows query rows per request.
   MlaTiling default_tiling(const MlaProblem& p, const DeviceFacts& dev) const override {
     const int ctas = std::min(kMaxCtas, dev.num_sms * kCtasPerSm);
     if (p.seq_q * p.num_heads >= kWideFromRows) return wide_tiling(ctas);
