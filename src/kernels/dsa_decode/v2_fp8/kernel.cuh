@@ -433,10 +433,10 @@ __device__ __forceinline__ void merge_cluster(const Params& p, Smem& s, int hb, 
         v[j] = float2{};  // l = 0: skipped
       }
     }
-    dsa_v2::ChunkMerge m;
+    ChunkMerge m;
 #pragma unroll
-    for (int j = 0; j < kMaxClusterSplits; ++j) m.add(a[j], b[j], v[j]);
-    m.store(p, hb, h, d0);
+    for (int j = 0; j < kMaxClusterSplits; ++j) m.add(v[j].x, v[j].y, a[j], b[j]);
+    dsa_v2::store_chunk(p, m, hb, h, d0);
   }
 }
 

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/chunk_merge.cuh"
 #include "kernels/dsa_decode/common/gather_ring.cuh"
 #include "kernels/dsa_decode/common/row_slice.cuh"
 #include "kernels/dsa_decode/v2_fused/consumer_mma.cuh"
@@ -174,29 +175,12 @@ __device__ inline void leave_row(uint32_t* counters, int splits) {
 // head sees the same splits in the same order: the result is deterministic.
 constexpr int kMergeBatch = 8;
 
-// The merge of one chunk: partials (O_j of the chunk's 8 dims, (m_j, l_j)) folded in split order.
-struct ChunkMerge {
-  float acc[8] = {}, m_run = -INFINITY, l_run = 0.f;
-
-  __device__ __forceinline__ void add(const float4& a, const float4& b, float2 ml) {
-    if (!(ml.y > 0.f)) return;  // past the row's splits (l = 0 there too)
-    const float m_new = fmaxf(m_run, ml.x);
-    const float keep = exp2f(m_run - m_new), w = exp2f(ml.x - m_new);  // exp2(-inf) = 0
-    l_run = l_run * keep + w * ml.y;
-    acc[0] = acc[0] * keep + w * a.x, acc[1] = acc[1] * keep + w * a.y;
-    acc[2] = acc[2] * keep + w * a.z, acc[3] = acc[3] * keep + w * a.w;
-    acc[4] = acc[4] * keep + w * b.x, acc[5] = acc[5] * keep + w * b.y;
-    acc[6] = acc[6] * keep + w * b.z, acc[7] = acc[7] * keep + w * b.w;
-    m_run = m_new;
-  }
-
-  // O / l as bf16 into dims [d0, d0 + 8) of head h of block hb; the lse with the chunk of dim 0.
-  __device__ __forceinline__ void store(const Params& p, int hb, int h, int d0) const {
-    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) =
-        pack_bf16x8(acc, l_run > 0.f ? 1.f / l_run : 0.f);
-    if (d0 == 0) p.io.lse[hb * kHeads + h] = l_run > 0.f ? m_run + log2f(l_run) : -INFINITY;
-  }
-};
+// O / l of a merged chunk as bf16 into dims [d0, d0 + 8) of head h of block hb; the lse with the
+// chunk of dim 0.
+__device__ __forceinline__ void store_chunk(const Params& p, const ChunkMerge& m, int hb, int h, int d0) {
+  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) = m.output();
+  if (d0 == 0) p.io.lse[hb * kHeads + h] = m.lse();
+}
 
 // Threads [0, threads) take part.
 __device__ inline void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
@@ -219,9 +203,9 @@ __device__ inline void merge_splits(const Params& p, int hb, int split, int spli
         v[u] = in ? ml[(j0 + u) * kHeads + h] : float2{};
       }
 #pragma unroll
-      for (int u = 0; u < kMergeBatch; ++u) m.add(a[u], b[u], v[u]);
+      for (int u = 0; u < kMergeBatch; ++u) m.add(v[u].x, v[u].y, a[u], b[u]);  // l = 0 past the splits
     }
-    m.store(p, hb, h, d0);
+    store_chunk(p, m, hb, h, d0);
   }
 }
 

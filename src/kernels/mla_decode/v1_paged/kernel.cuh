@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "kernels/common/async_pipe.cuh"
+#include "kernels/common/chunk_merge.cuh"
 #include "kernels/dsa_decode/common/gather_ring.cuh"
 #include "kernels/dsa_decode/v2_fused/consumer_mma.cuh"
 #include "kernels/mla_decode/v1_paged/schedule.cuh"
@@ -254,33 +255,14 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
 
 // ---- merge of split items --------------------------------------------------------------------
 
-// Running (m, l, 8 dims) of one output chunk over some pieces.
-struct ChunkState {
-  float m = -INFINITY, l = 0.f, acc[8] = {};
-  __device__ void add(float m_j, float l_j, const float4& a, const float4& c) {
-    if (!(l_j > 0.f)) return;  // an empty piece
-    const float m_new = fmaxf(m, m_j);
-    const float keep = exp2f(m - m_new), w = exp2f(m_j - m_new);  // exp2(-inf) = 0
-    l = l * keep + w * l_j;
-    acc[0] = acc[0] * keep + w * a.x, acc[1] = acc[1] * keep + w * a.y;
-    acc[2] = acc[2] * keep + w * a.z, acc[3] = acc[3] * keep + w * a.w;
-    acc[4] = acc[4] * keep + w * c.x, acc[5] = acc[5] * keep + w * c.y;
-    acc[6] = acc[6] * keep + w * c.z, acc[7] = acc[7] * keep + w * c.w;
-    m = m_new;
-  }
-  __device__ void add(const ChunkState& o) {
-    add(o.m, o.l, make_float4(o.acc[0], o.acc[1], o.acc[2], o.acc[3]), make_float4(o.acc[4], o.acc[5], o.acc[6], o.acc[7]));
-  }
-};
-
 // Pieces j = first, first + step, ... of chunk c of a split item (CTAs gbase + first_cta + j of
 // the grid; partial slots of kSlotRows query rows), loads batched.
 constexpr int kMergeBatch = 8;
 template <int kSlotRows>
-__device__ ChunkState merge_pieces(const Params& p, const Piece& pc, int n, int64_t total, int gbase, int c,
+__device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int64_t total, int gbase, int c,
                                    int first, int step) {
   const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
-  ChunkState st;
+  ChunkMerge st;
   for (int j0 = first; j0 < pc.pieces; j0 += kMergeBatch * step) {
     float4 a[kMergeBatch], b[kMergeBatch];
     float2 v[kMergeBatch];
@@ -318,7 +300,7 @@ __device__ void merge_share(const Params& p, float* scratch, const Piece& pc, in
   for (int base = c_begin; base < c_end; base += per_pass) {
     const int c = base + int(threadIdx.x) / tpc, r = int(threadIdx.x) % tpc;
     const bool mine = int(threadIdx.x) / tpc < per_pass && c < c_end;
-    ChunkState st;
+    ChunkMerge st;
     if (mine) st = merge_pieces<kSlotRows>(p, pc, n, total, gbase, c, r, tpc);
     if (tpc > 1) {
       float* slot = scratch + threadIdx.x * 10;
@@ -335,11 +317,8 @@ __device__ void merge_share(const Params& p, float* scratch, const Piece& pc, in
     }
     if (!mine || r != 0) continue;
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
-    const float inv = st.l > 0.f ? 1.f / st.l : 0.f;
-    const uint4 packed{pack_bf16x2(st.acc[0] * inv, st.acc[1] * inv), pack_bf16x2(st.acc[2] * inv, st.acc[3] * inv),
-                       pack_bf16x2(st.acc[4] * inv, st.acc[5] * inv), pack_bf16x2(st.acc[6] * inv, st.acc[7] * inv)};
-    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (row0 + h) * kDimV + d0) = packed;
-    if (d0 == 0) p.io.lse[row0 + h] = st.l > 0.f ? st.m + log2f(st.l) : -INFINITY;
+    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (row0 + h) * kDimV + d0) = st.output();
+    if (d0 == 0) p.io.lse[row0 + h] = st.lse();
   }
 }
 

@@ -1,0 +1,36 @@
+// The log-sum-exp merge of one output chunk (8 dims of one query row) over partials: O_j of the
+// chunk's dims, m_j the partial's running max (log2 domain) and l_j its sum of 2^(x - m_j). Folded
+// in the caller's fixed order (deterministic), rescaled whenever the running max grows:
+// O = sum_j 2^(m_j - M) O_j / sum_j 2^(m_j - M) l_j. A partial with l_j = 0 (nothing seen, or past
+// the splits) is skipped. Shared by the in-kernel merges of dsa_decode (v2_fused, v2_fp8) and
+// mla_decode (v1_paged).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/mma.cuh"
+
+namespace mlakit::kernels {
+
+struct ChunkMerge {
+  float acc[8] = {}, m = -INFINITY, l = 0.f;
+
+  __device__ __forceinline__ void add(float m_j, float l_j, const float4& a, const float4& b) {
+    if (!(l_j > 0.f)) return;
+    const float m_new = fmaxf(m, m_j);
+    const float keep = exp2f(m - m_new), w = exp2f(m_j - m_new);  // exp2(-inf) = 0
+    l = l * keep + w * l_j;
+    acc[0] = acc[0] * keep + w * a.x, acc[1] = acc[1] * keep + w * a.y;
+    acc[2] = acc[2] * keep + w * a.z, acc[3] = acc[3] * keep + w * a.w;
+    acc[4] = acc[4] * keep + w * b.x, acc[5] = acc[5] * keep + w * b.y;
+    acc[6] = acc[6] * keep + w * b.z, acc[7] = acc[7] * keep + w * b.w;
+    m = m_new;
+  }
+
+  // O / l as eight bf16 (one 16-byte store); 0 for a chunk that saw nothing.
+  __device__ __forceinline__ uint4 output() const { return pack_bf16x8(acc, l > 0.f ? 1.f / l : 0.f); }
+  // The row's lse (base 2); -inf for a row that saw nothing.
+  __device__ __forceinline__ float lse() const { return l > 0.f ? m + log2f(l) : -INFINITY; }
+};
+
+}  // namespace mlakit::kernels
