@@ -103,6 +103,13 @@ shapes=(
   "$MLA --b 1 --t 5000 --tiling c132x4p4g2m64"
   "$MLA --b 6 --t 200 --page-size 1 --heads 32 --s 3 --causal --tiling c5x4p4g2m64"
   "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 64 --tiling c16x4p4g2m64"
+  # ... with whole stages by tensor-map boxes (g3) and cut stages by cp.async: causal positions,
+  # separate tensors (two maps), page size 32, one request over 132 CTAs, its floor
+  "$MLA --b 3 --t 300 --s 4 --causal --tiling c8x4p4g3m64"
+  "$MLA --b 5 --t 700 --heads 128 --s 2 --causal --separate --mixed --tiling c16x4p4g3m64"
+  "$MLA --b 4 --t 1000 --heads 32 --page-size 32 --mixed --tiling c24x4p4g3m64"
+  "$MLA --b 1 --t 5000 --heads 128 --tiling c132x4p4g3m64"
+  "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 64 --tiling c16x4p4g3m64"
 )
 fail=0
 for tool in memcheck racecheck initcheck synccheck; do

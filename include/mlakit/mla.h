@@ -76,7 +76,8 @@ struct MlaTiling {
                       //    the device's SM count times CTAs per SM)
   int stages = 4;     // x: 32-row ring stages in shared memory
   int producers = 2;  // p: warps that gather rows
-  int gather = 1;     // g: 0 bulk ckv + cp.async kpe, 1 bulk copies, 2 cp.async
+  int gather = 1;     // g: 0 bulk ckv + cp.async kpe, 1 bulk copies, 2 cp.async, 3 tensor-map
+                      //    boxes per 32-row stage (m64, pages of a multiple of 32 rows)
   int rows = 16;      // m: query rows per CTA, the M of the MMAs: 16 (mma.sync, one group per
                       //    query position and 16-head block) or 64 (wgmma, 64 of a request's
                       //    s_q x heads query rows per group)

@@ -151,7 +151,7 @@ TEST(MlaTiling, BadNamesAreRejectedWithTheForm) {
                {"c132x4p2g", "expected the form"},
                {"c0x4p2", "c, x and p must be >= 1"},
                {"c132x0p2", "c, x and p must be >= 1"},
-               {"c132x4p2g3", "g must be 0, 1 or 2"},
+               {"c132x4p2g4", "g must be 0, 1, 2 or 3"},
                {"c-1x4p2", "expected the form"},
                {"C132x4p2", "expected the form"}};
   for (const auto& c : cases) {
@@ -348,8 +348,9 @@ TEST(MlaV1Paged, ValidationNamesTheRule) {
   EXPECT_NE(reason("c132x4p4g2", p).find("g (gather) must be 1 with 16 query rows per CTA"), std::string::npos);
 }
 
-// The default takes 64 query rows per CTA (m64) from 64 query rows per request (s_q x heads), 16
-// below; the partial slots follow the rows.
+// The default takes 64 query rows per CTA (m64) from 64 query rows per request (s_q x heads), or
+// from 32 with tensor-map stages (gather 3: pages of a multiple of 32 rows), 16 below; the partial
+// slots follow the rows.
 TEST(MlaV1Paged, DefaultRowsFollowQueryRowsPerRequest) {
   DeviceFacts h200;
   ASSERT_TRUE(find_known_device("h200", &h200).is_ok());
@@ -357,15 +358,19 @@ TEST(MlaV1Paged, DefaultRowsFollowQueryRowsPerRequest) {
   o.device_facts = &h200;
   o.kernel_key = "mla_decode.v1_paged.bf16";
   const struct {
-    int heads, seq_q;
+    int heads, seq_q, page_size;
     const char* tiling;
-  } cases[] = {{16, 1, "c132x4p2"},      {16, 2, "c132x4p2"},      {32, 1, "c132x4p2"},
-               {16, 4, "c132x4p4g2m64"}, {64, 1, "c132x4p4g2m64"}, {128, 3, "c132x4p4g2m64"}};
+  } cases[] = {{16, 1, 64, "c132x4p2"},      {16, 2, 64, "c132x4p4g3m64"}, {32, 1, 64, "c132x4p4g3m64"},
+               {16, 4, 64, "c132x4p4g3m64"}, {64, 1, 64, "c132x4p4g3m64"}, {128, 3, 64, "c132x4p4g3m64"},
+               {16, 1, 32, "c132x4p2"},      {16, 2, 32, "c132x4p4g3m64"}, {16, 2, 16, "c132x4p2"},
+               {32, 1, 1, "c132x4p2"},       {16, 4, 16, "c132x4p4g2m64"}, {128, 1, 1, "c132x4p4g2m64"}};
   size_t narrow_bytes = 0;
   for (const auto& c : cases) {
     MlaProblem p = serving_problem();
     p.num_heads = c.heads;
     p.seq_q = c.seq_q;
+    p.num_pages = p.num_pages * p.page_size / c.page_size;
+    p.page_size = c.page_size;
     MlaPlan plan;
     ASSERT_TRUE(mla_plan(p, o, &plan).is_ok()) << p.to_string();
     EXPECT_EQ(plan.tiling().name(), c.tiling) << p.to_string();

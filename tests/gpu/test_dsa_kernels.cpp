@@ -219,13 +219,16 @@ TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
 
 // Both row paths of mla_decode v1_paged on every mla-edge workload, whatever the default picks
 // there: 16 query rows per CTA (mma.sync), 64 (m64: wgmma over a request's s_q x heads rows,
-// partial groups, causal positions masked per row), and m64 over few CTAs (many items per CTA: Q
-// reloaded between items, items split and merged); one fresh seed each.
+// partial groups, causal positions masked per row) with both gathers (16-byte cp.async; tensor-map
+// boxes for whole stages where the pages hold 32k rows, cp.async for cut stages and other page
+// sizes), and m64 over few CTAs (many items per CTA: Q reloaded between items, items split and
+// merged); one fresh seed each.
 TEST(MlaV1Tilings, BothRowPathsMatchReference) {
   const KernelEntry* kernel = find_kernel("mla_decode.v1_paged.bf16");
   ASSERT_NE(kernel, nullptr);
   REQUIRE_GPU_FOR(*kernel);
-  for (const std::string name : {"c132x4p2", "c132x4p4g2m64", "c9x4p4g2m64", "c40x4p4g2m64"}) {
+  for (const std::string name : {"c132x4p2", "c132x4p4g2m64", "c132x4p4g3m64", "c9x4p4g2m64", "c9x4p4g3m64",
+                                 "c40x4p4g3m64"}) {
     SCOPED_TRACE(name);
     int checked = 0;
     verify_suite(*kernel, "mla-edge", &name, &checked, 1);
@@ -276,7 +279,7 @@ void time_every_workload(const char* op_name, const char* dtype, const std::vect
 
 TEST(DsaFloor, RunsEveryWorkloadOfEverySuite) { time_every_workload("dsa_decode", "bf16", {"s4n64x1m1g3"}); }
 TEST(MlaFloor, RunsEveryWorkloadOfEverySuite) {
-  time_every_workload("mla_decode", "bf16", {"c132x4p2", "c132x4p4g2m64"});
+  time_every_workload("mla_decode", "bf16", {"c132x4p2", "c132x4p4g2m64", "c132x4p4g3m64"});
 }
 // The FP8 cache's floor (the rows of the -fp8 suites), once one is registered.
 TEST(DsaFp8Floor, RunsEveryWorkloadOfEverySuite) {

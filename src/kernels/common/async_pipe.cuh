@@ -1,5 +1,5 @@
 // Hopper (sm_90) pipeline primitives: shared-memory mbarriers with transaction counts, the 1D
-// bulk async copy global -> shared that completes on one of them, cp.async completion tracked by
+// bulk async copy and the tensor-map (TMA) box copy global -> shared that complete on one of them, cp.async completion tracked by
 // an mbarrier, named barriers for a subset of warps, and the acquire load of a global flag.
 // Thin wrappers over the PTX instructions (PTX ISA 8.0, "mbarrier", "cp.async.bulk").
 #pragma once
@@ -68,6 +68,19 @@ __device__ __forceinline__ void bulk_copy_g2s(void* smem_dst, const void* gmem_s
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
       ::"r"(smem_addr(smem_dst)), "l"(gmem_src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+
+// One box of a tiled tensor map (TMA, cp.async.bulk.tensor) at coordinates (c0, c1, c2), inner
+// first, into shared memory under L2 cache policy `policy`; completes the box's bytes on `bar`.
+// `tensor_map` is the generic address of a CUtensorMap in parameter, constant or global memory (a
+// __grid_constant__ kernel parameter). Coordinates outside the tensor read as zeros.
+__device__ __forceinline__ void tma_load_3d(void* smem_dst, const void* tensor_map, int c0, int c1, int c2,
+                                            uint64_t* bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;"
+      ::"r"(smem_addr(smem_dst)), "l"(tensor_map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)), "l"(policy)
       : "memory");
 }
 

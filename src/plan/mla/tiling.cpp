@@ -41,7 +41,7 @@ Status MlaTiling::parse(const std::string& name, MlaTiling* out) {
   }
   if (pos != name.size()) return bad("unexpected '" + name.substr(pos) + "' (the optional fields are g and m)");
   if (t.ctas < 1 || t.stages < 1 || t.producers < 1) return bad("c, x and p must be >= 1");
-  if (t.gather < 0 || t.gather > 2) return bad("g must be 0, 1 or 2");
+  if (t.gather < 0 || t.gather > 3) return bad("g must be 0, 1, 2 or 3");
   if (t.rows != 16 && t.rows != 64) return bad("m must be 16 or 64");
   *out = t;
   return Status::ok();

@@ -27,12 +27,31 @@ Status reject(const MlaTiling& t, const std::string& why) {
 }
 
 // Query rows per CTA of the 64-row path (m64) and the smallest s_q x heads the default gives it:
-// from 64 rows a request's rows stream once per 64 instead of once per 16 (docs/kernels/
-// mla_decode_v1_paged.md, "64 query rows per CTA").
+// from 64 rows a request's rows stream once per 64 instead of once per 16; from 32 where the
+// stages come by tensor-map boxes (pages of a multiple of 32 rows), with which half-empty 64-row
+// tiles beat two 16-row groups (docs/kernels/mla_decode_v1_paged.md, "64 query rows per CTA" and
+// "Tensor-map stages").
 constexpr int kWideRows = m64::kRows;
 constexpr int kWideFromRows = 64;
+constexpr int kWideFromRowsWithMaps = 32;
 
 bool wide(const MlaTiling& t) { return t.rows == kWideRows; }
+
+// m64's gather 3: whole 32-row stages by tensor-map boxes (one 64-dim x 32-row box per block), for
+// pages of a multiple of 32 rows; stages cut short by a piece's end, and every stage of other page
+// sizes or of a cache the driver cannot map, take gather 2's 16-byte cp.async.
+constexpr int kTensorMapGather = 3;
+bool stage_maps_apply(const MlaProblem& p) { return p.page_size % kStageRows == 0; }
+
+// The ckv and kpe tensor maps of `x` into `a`; false when they do not apply or cannot be encoded.
+bool encode_stage_maps(const MlaProblem& p, const MlaTensors& x, Params* a) {
+  if (!stage_maps_apply(p)) return false;
+  const kernels::PagedRows ckv{x.ckv_cache, kDimV, p.page_size, p.num_pages, x.ckv_stride_row, x.ckv_stride_page,
+                               64, kStageRows};
+  const kernels::PagedRows kpe{x.kpe_cache, kDimR, p.page_size, p.num_pages, x.kpe_stride_row, x.kpe_stride_page,
+                               64, kStageRows};
+  return kernels::encode_paged_rows(ckv, &a->ckv_map) && kernels::encode_paged_rows(kpe, &a->kpe_map);
+}
 int groups_of(const MlaProblem& p, const MlaTiling& t) {
   return wide(t) ? m64::groups_of(p.seq_q, p.num_heads) : p.seq_q * (p.num_heads / kHeadBlock);
 }
@@ -82,10 +101,11 @@ Status check_problem(const MlaProblem& p) {
 
 Status check_tiling(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& dev) {
   if (wide(t)) {
-    if (t.stages != m64::kStages || t.producers != m64::kProducers || t.gather != 2)
+    if (t.stages != m64::kStages || t.producers != m64::kProducers || (t.gather != 2 && t.gather != 3))
       return reject(t, "m64 (64 query rows per CTA) runs " + std::to_string(m64::kStages) +
-                           " stages, a producer warpgroup and 16-byte cp.async into the swizzle: x" +
-                           std::to_string(m64::kStages) + "p" + std::to_string(m64::kProducers) + "g2");
+                           " stages, a producer warpgroup and 16-byte cp.async (g2) or tensor-map boxes (g3) into "
+                           "the swizzle: x" + std::to_string(m64::kStages) + "p" + std::to_string(m64::kProducers) +
+                           "g2 or g3");
   } else if (t.gather != 1) {
     return reject(t, "g (gather) must be 1 with 16 query rows per CTA: cp.async.bulk only");
   } else if (!is_compiled(Pipe{t.stages, t.producers})) {
@@ -135,17 +155,25 @@ class V1Paged final : public MlaKernel {
     for (int ctas : {132, 128, 114, 96, 66}) {
       for (const Pipe& pipe : kPipes) out.push_back(MlaTiling{ctas, pipe.stages, pipe.producers, 1});
       out.push_back(wide_tiling(ctas));
+      out.push_back(wide_tiling(ctas, kTensorMapGather));
     }
     return out;
   }
 
-  // The 64-row path's only pipe: 4 stages, a producer warpgroup, 16-byte cp.async.
-  static MlaTiling wide_tiling(int ctas) { return MlaTiling{ctas, m64::kStages, m64::kProducers, 2, kWideRows}; }
+  // The 64-row path's only pipe: 4 stages, a producer warpgroup; 16-byte cp.async (gather 2) or
+  // tensor-map boxes (gather 3).
+  static MlaTiling wide_tiling(int ctas, int gather = 2) {
+    return MlaTiling{ctas, m64::kStages, m64::kProducers, gather, kWideRows};
+  }
 
-  // One CTA per SM; 64 query rows per CTA from kWideFromRows query rows per request.
+  // One CTA per SM; 64 query rows per CTA (tensor-map stages where the pages allow them) from
+  // kWideFromRows query rows per request, or kWideFromRowsWithMaps with tensor-map stages.
   MlaTiling default_tiling(const MlaProblem& p, const DeviceFacts& dev) const override {
     const int ctas = std::min(kMaxCtas, dev.num_sms * kCtasPerSm);
-    if (p.seq_q * p.num_heads >= kWideFromRows) return wide_tiling(ctas);
+    const int rows = p.seq_q * p.num_heads;
+    const bool maps = stage_maps_apply(p);
+    if (rows >= kWideFromRows || (maps && rows >= kWideFromRowsWithMaps))
+      return wide_tiling(ctas, maps ? kTensorMapGather : 2);
     return MlaTiling{ctas, kDefaultPipe.stages, kDefaultPipe.producers, 1};
   }
 
@@ -166,10 +194,13 @@ class V1Paged final : public MlaKernel {
                     "%s %s: one cooperative launch, grid %d x %d (CTAs per group x groups of 64 of the s_q %d x "
                     "%d heads query rows), each group's requests cut into equal ranges of 64-row units on the "
                     "GPU; 2 consumer warpgroups (wgmma m64n32k16 / m64n256k16, 64 query rows = M) + 1 producer "
-                    "warpgroup, %s shared memory (Q, P, %d stages of %d rows in the 128-byte swizzle), 16-byte "
-                    "cp.async gather; workspace %s",
+                    "warpgroup, %s shared memory (Q, P, %d stages of %d rows in the 128-byte swizzle), %s; "
+                    "workspace %s",
                     info().key.c_str(), t.name().c_str(), t.ctas / groups, groups, p.seq_q, p.num_heads,
                     format_kb(m64::kSmemBytes).c_str(), m64::kStages, kStageRows,
+                    t.gather != kTensorMapGather ? "16-byte cp.async gather"
+                    : stage_maps_apply(p)         ? "tensor-map boxes per whole stage, 16-byte cp.async for a cut one"
+                                                  : "16-byte cp.async gather (tensor maps need pages of 32k rows)",
                     format_kb(workspace_bytes(p, t)).c_str());
       return buf;
     }
@@ -205,6 +236,7 @@ class V1Paged final : public MlaKernel {
     a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
     a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
     a.part_o = reinterpret_cast<float*>(base + w.part_o);
+    if (wide(t) && t.gather == kTensorMapGather) a.tma = encode_stage_maps(p, x, &a);
     const cudaError_t e = wide(t) ? launch_m64(a, kWork, stream) : mla_v1::launch(a, Pipe{t.stages, t.producers}, kWork, stream);
     return cuda_status(e, info().key + " launch");
   }

@@ -91,6 +91,27 @@ __device__ inline void fill_stage(const Params& p, int b, int first, int rows, u
             policy);
 }
 
+// Warp-wide, gather 3: a whole stage (32 rows of one page: page_size a multiple of 32, `first` of
+// 32) by 9 tensor-map boxes, 8 of ckv and 1 of kpe, each 64 dims x 32 rows into its swizzled block;
+// lane 0 arms the stage's barrier with the 36 KB, the other lanes arrive. False (nothing issued)
+// for a page id outside the cache: fill_stage zero-fills those rows.
+__device__ inline bool fill_stage_tma(const Params& p, int b, int first, uint8_t* dst, uint64_t* full,
+                                      uint64_t policy) {
+  const MlaTensors& x = p.io;
+  const int page = __ldg(x.block_table + b * x.block_table_stride_b + first / p.page_size);
+  if (page < 0 || page >= p.num_pages) return false;
+  if (threadIdx.x % 32 == 0) {
+    mbar_arrive_expect_tx(full, kStageBytes);
+    const int row = first % p.page_size;
+#pragma unroll
+    for (int k = 0; k < kDimV / 64; ++k) tma_load_3d(dst + k * kBlockBytes, &p.ckv_map, 64 * k, row, page, full, policy);
+    tma_load_3d(dst + (kDimV / 64) * kBlockBytes, &p.kpe_map, 0, row, page, full, policy);
+  } else {
+    mbar_arrive(full);
+  }
+  return true;
+}
+
 // Producer warp `pw`: Q of each item (warp 0) and its share of the ring stages (stage i: warp
 // i % 4), in the order the consumers take them.
 __device__ inline void produce(const Params& p, SmemPlan& s, const Range& r, const Group& g, int pw) {
@@ -98,6 +119,7 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const Range& r, con
   walk_pieces<kStages, kProducers>(
       p, s, r, g, pw, [&](int b) { load_q(p, s, g, b); },
       [&](int b, int first, int rows, int buf) {
+        if (p.tma && rows == kStageRows && fill_stage_tma(p, b, first, s.ring[buf], &s.full[buf], policy)) return;
         fill_stage(p, b, first, rows, s.ring[buf], policy);
         cp_async_arrive_on(&s.full[buf]);
       });

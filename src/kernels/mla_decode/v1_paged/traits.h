@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "kernels/dsa_decode/common/row_ring.h"
+#include "kernels/common/tensor_map.h"
 #include "kernels/dsa_decode/common/workspace.h"
 #include "mlakit/mla.h"
 
@@ -68,6 +69,10 @@ struct Params {
   float2* part_ml;       // [ctas][2][rows] (running max in the log2 domain, sum of 2^(x - m));
                          // rows = query rows of a group: 16, or 64 with the m64 tiling
   uint32_t* counters;    // [ctas][2] arrivals and departures; zero between calls
+  // m64 with gather 3: whole 32-row stages by tensor-map box copies (one per 64-dim block) when
+  // `tma`; boxes of 64 dims x 32 rows of one page of ckv [pages][page_size][512] and kpe [..][64].
+  int tma;
+  kernels::TensorMapBytes ckv_map, kpe_map;
 };
 
 // Shared-memory plan; sizeof(SmemPlan<Stages>) is the dynamic shared memory of one CTA. The
