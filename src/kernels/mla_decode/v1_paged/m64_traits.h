@@ -5,8 +5,10 @@
 // output is laid out), so 128 heads are 2 groups instead of 8 and 16 heads x 4 positions one
 // instead of 4: each group streams every cache row into its CTAs once, whatever the heads and
 // positions it holds. The math is the 64-row wgmma consumer pair of
-// kernels/common/wgmma_rows64.cuh (shared with dsa_decode v2_fused's h64); the rows arrive by
-// 16-byte cp.async straight into the 128-byte swizzle wgmma reads (a bulk copy cannot swizzle).
+// kernels/common/wgmma_rows64.cuh (shared with dsa_decode v2_fused's h64); the rows arrive in the
+// 128-byte swizzle wgmma reads, a whole stage by tensor-map boxes (gather 3; the copy engine
+// swizzles) or by 16-byte cp.async (gather 2, and every stage cut short; a 1D bulk copy cannot
+// swizzle).
 // Devlog: docs/kernels/mla_decode_v1_paged.md.
 #pragma once
 
