@@ -1,7 +1,8 @@
 // Hopper (sm_90) pipeline primitives: shared-memory mbarriers with transaction counts, the 1D
-// bulk async copy and the tensor-map (TMA) box copy global -> shared that complete on one of them, cp.async completion tracked by
-// an mbarrier, named barriers for a subset of warps, and the acquire load of a global flag.
-// Thin wrappers over the PTX instructions (PTX ISA 8.0, "mbarrier", "cp.async.bulk").
+// bulk async copy and the tensor-map (TMA) box copy global -> shared that complete on one of them,
+// cp.async completion tracked by an mbarrier, named barriers for a subset of warps, and the
+// acquire load of a global flag. Thin wrappers over the PTX instructions (PTX ISA 8.0, "mbarrier",
+// "cp.async.bulk", "cp.async.bulk.tensor").
 #pragma once
 
 #include <cstdint>

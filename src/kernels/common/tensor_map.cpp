@@ -33,9 +33,22 @@ EncodeTiled encoder() {
   return fn;
 }
 
-}  // namespace
+bool same(const PagedRows& a, const PagedRows& b) {
+  return a.base == b.base && a.cols == b.cols && a.page_rows == b.page_rows && a.pages == b.pages &&
+         a.row_stride == b.row_stride && a.page_stride == b.page_stride && a.box_cols == b.box_cols &&
+         a.box_rows == b.box_rows;
+}
 
-bool encode_paged_rows(const PagedRows& r, TensorMapBytes* out) {
+// The last maps this thread encoded: a decode step calls the op once per layer with the same few
+// caches, and an encode costs about as much host time as the rest of the launch.
+struct Recent {
+  static constexpr int kSlots = 4;
+  PagedRows rows[kSlots] = {};
+  TensorMapBytes maps[kSlots] = {};
+  int next = 0;
+};
+
+bool encode_uncached(const PagedRows& r, TensorMapBytes* out) {
   const EncodeTiled encode = encoder();
   if (encode == nullptr || r.base == nullptr || r.cols < 1 || r.page_rows < 1 || r.pages < 1) return false;
   constexpr int64_t kElem = 2;  // bf16
@@ -49,6 +62,22 @@ bool encode_paged_rows(const PagedRows& r, TensorMapBytes* out) {
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (e != CUDA_SUCCESS) return false;
   std::memcpy(out, &map, sizeof map);
+  return true;
+}
+
+}  // namespace
+
+bool encode_paged_rows(const PagedRows& r, TensorMapBytes* out) {
+  thread_local Recent recent;
+  for (int i = 0; i < Recent::kSlots; ++i)
+    if (recent.rows[i].base != nullptr && same(recent.rows[i], r)) {
+      *out = recent.maps[i];
+      return true;
+    }
+  if (!encode_uncached(r, out)) return false;
+  recent.rows[recent.next] = r;
+  recent.maps[recent.next] = *out;
+  recent.next = (recent.next + 1) % Recent::kSlots;
   return true;
 }
 

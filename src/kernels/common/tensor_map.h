@@ -16,9 +16,10 @@ struct alignas(128) TensorMapBytes {
 // A paged cache of bf16 rows as a 3D tensor [pages][page_rows][cols] (cols innermost, strides in
 // elements) and the box one copy moves: `box_cols` (64: one 128-byte line per row) x `box_rows`
 // rows x 1 page, laid out in shared memory in the 128-byte swizzle wgmma reads (16-byte chunk c
-// of box row r at c ^ (r % 8)). Returns false, leaving `out` untouched, when the driver cannot
-// encode it (an unaligned base or stride, a driver without tensor maps): callers then copy rows
-// another way.
+// of box row r at c ^ (r % 8), the box at a 1024-byte-aligned address). Returns false, leaving
+// `out` untouched, when the driver cannot encode it (an unaligned base or stride, a driver
+// without tensor maps): callers then copy rows another way. The last few maps of each thread are
+// kept, so a call with the same cache as a recent one does not encode again.
 struct PagedRows {
   const void* base;
   int64_t cols, page_rows, pages;

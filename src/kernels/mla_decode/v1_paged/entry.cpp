@@ -200,7 +200,7 @@ class V1Paged final : public MlaKernel {
                     format_kb(m64::kSmemBytes).c_str(), m64::kStages, kStageRows,
                     t.gather != kTensorMapGather ? "16-byte cp.async gather"
                     : stage_maps_apply(p)         ? "tensor-map boxes per whole stage, 16-byte cp.async for a cut one"
-                                                  : "16-byte cp.async gather (tensor maps need pages of 32k rows)",
+                                                  : "16-byte cp.async gather (tensor maps need pages of a multiple of 32 rows)",
                     format_kb(workspace_bytes(p, t)).c_str());
       return buf;
     }

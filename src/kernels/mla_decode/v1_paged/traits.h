@@ -13,8 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/dsa_decode/common/row_ring.h"
 #include "kernels/common/tensor_map.h"
+#include "kernels/dsa_decode/common/row_ring.h"
 #include "kernels/dsa_decode/common/workspace.h"
 #include "mlakit/mla.h"
 
