@@ -114,14 +114,7 @@ __device__ inline void store(const Params& p, int block, int split, int splits, 
     }
     return;
   }
-  const int64_t row0 = (int64_t(hb) * p.max_splits + split) * kHeads;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float* dst = p.part_o + (row0 + g + 8 * r) * kDimV + col;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) *reinterpret_cast<float2*>(dst + 8 * j) = make_float2(o[4 * j + 2 * r], o[4 * j + 2 * r + 1]);
-    if (wg == 0 && q == 0) p.part_ml[row0 + g + 8 * r] = make_float2(st.m[r], l_total[r]);
-  }
+  rows64::store_partial(p.part_o, p.part_ml, (int64_t(hb) * p.max_splits + split) * kHeads, st, l_total, o);
 }
 
 __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_constant__ Params p) {

@@ -179,21 +179,6 @@ __device__ inline void store_item(const Params& p, const Group& g, int b, const 
   }
 }
 
-// The unnormalised partial of a piece into partial slot row `slot_row` (64 rows); l = 0 marks a
-// row that saw nothing in the piece, which the merge skips.
-__device__ inline void store_partial(const Params& p, int64_t slot_row, const Rows& st, const float (&l_total)[2],
-                                     const float (&o)[128]) {
-  const int wg = consumer_wg(), lane = threadIdx.x % 32, q = lane % 4;
-  const int row0 = wg_warp() * 16 + lane / 4, col = wg * rows64::kDimsPerWg + 2 * q;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float* dst = p.part_o + (slot_row + row0 + 8 * r) * kDimV + col;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) *reinterpret_cast<float2*>(dst + 8 * j) = make_float2(o[4 * j + 2 * r], o[4 * j + 2 * r + 1]);
-    if (wg == 0 && q == 0) p.part_ml[slot_row + row0 + 8 * r] = make_float2(st.m[r], l_total[r]);
-  }
-}
-
 __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, const Group& g) {
   int64_t stage = 0;
   int items = 0;
@@ -222,7 +207,9 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
       store_item(p, g, b, st, l_total, o);
     } else {
       const int64_t gid = int64_t(g.index) * p.ctas_per_group + blockIdx.x;
-      store_partial(p, (gid * 2 + pc.slot) * kRows, st, l_total, o);
+      // The unnormalised partial into the piece's slot (64 rows); l = 0 marks a row that saw
+      // nothing in the piece, which the merge skips.
+      rows64::store_partial(p.part_o, p.part_ml, (gid * 2 + pc.slot) * kRows + wg_warp() * 16, st, l_total, o);
       __threadfence();
       pair_sync();  // every consumer thread's stores are visible before the piece counts
       if (threadIdx.x == 0) atomicAdd(p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta), 1u);
