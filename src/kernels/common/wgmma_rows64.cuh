@@ -30,7 +30,9 @@ namespace mlakit::kernels::rows64 {
 
 namespace gmma = cute::SM90::GMMA;
 
-__device__ __forceinline__ int consumer_wg() { return threadIdx.x / kWgThreads; }
+// Warp-uniform by construction (lane 0's value), so that what derives from it stays in uniform
+// registers: wgmma takes its descriptors from there.
+__device__ __forceinline__ int consumer_wg() { return __shfl_sync(0xffffffffu, int(threadIdx.x) / kWgThreads, 0); }
 __device__ __forceinline__ int wg_warp() { return (threadIdx.x / 32) % 4; }
 // The 256 consumer threads.
 __device__ __forceinline__ void pair_sync() { named_barrier_sync(kPairBarrier, kConsumerThreads); }
@@ -112,13 +114,18 @@ __device__ __forceinline__ void tile(Smem& sm, uint32_t own, uint32_t other, con
   const int wg = consumer_wg(), lane = threadIdx.x % 32, q = lane % 4;
   const int row0 = wg_warp() * 16 + lane / 4;
   const uint32_t q_base = smem_addr(sm.q), p_base = smem_addr(sm.p);
-  // S_w = Q K_w^T: 36 k16 steps into one accumulator (four chains measured no faster).
+  // S_w = Q K_w^T: 36 k16 steps into one accumulator (four chains measured no faster). The two
+  // descriptors are built once; a step adds its byte offset / 16 to the start-address field (the
+  // low 14 bits, which shared addresses below 256 KB never carry out of).
   float sacc[16];
+  own = __shfl_sync(0xffffffffu, own, 0);  // warp-uniform: the descriptors stay in uniform registers
+  other = __shfl_sync(0xffffffffu, other, 0);
+  const uint64_t q_desc = k_major(q_base), k_desc = k_major(own);
   wgmma_fence();
 #pragma unroll
   for (int step = 0; step < kDimK / 16; ++step) {
     const uint32_t k = (step % 4) * 32;
-    qk_mma(k_major(q_base + (step / 4) * kQBlockBytes + k), k_major(own + (step / 4) * kBlockBytes + k), sacc,
+    qk_mma(q_desc + ((step / 4) * kQBlockBytes + k) / 16, k_desc + ((step / 4) * kBlockBytes + k) / 16, sacc,
            step > 0, std::make_index_sequence<16>{});
   }
   wgmma_commit();
@@ -176,13 +183,13 @@ __device__ __forceinline__ void tile(Smem& sm, uint32_t own, uint32_t other, con
 
   // O_w += P_w V_w + P_(1-w) V_(1-w), dims [256 wg, 256 wg + 256) = blocks 4 wg .. 4 wg + 3.
   const uint32_t dims = wg * 4 * kBlockBytes;
+  const uint64_t v_own = v_desc(own + dims), v_other = v_desc(other + dims), p_desc = k_major(p_base + (1 - wg) * 64);
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < 2; ++kk) pv_regs(pa[kk], v_desc(own + dims + kk * 2048), o, std::make_index_sequence<128>{});
+  for (int kk = 0; kk < 2; ++kk) pv_regs(pa[kk], v_own + kk * 2048 / 16, o, std::make_index_sequence<128>{});
 #pragma unroll
   for (int kk = 0; kk < 2; ++kk)
-    pv_smem(k_major(p_base + (1 - wg) * 64 + kk * 32), v_desc(other + dims + kk * 2048), o,
-            std::make_index_sequence<128>{});
+    pv_smem(p_desc + kk * 32 / 16, v_other + kk * 2048 / 16, o, std::make_index_sequence<128>{});
   wgmma_commit();
   wgmma_wait<0>();
   pin(o);
