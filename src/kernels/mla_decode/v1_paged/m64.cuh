@@ -223,7 +223,9 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
 template <bool kMath>
 __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  auto& s = *reinterpret_cast<SmemPlan*>((reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) / kAlign * kAlign);
+  // Aligned by an offset from smem_raw, not through an integer: the compiler then still knows the
+  // plan is shared memory and accesses it by LDS / STS, not generic loads and stores.
+  auto& s = *reinterpret_cast<SmemPlan*>(smem_raw + (kAlign - smem_addr(smem_raw) % kAlign) % kAlign);
   const Group g = group_of(p, int(blockIdx.y));
   if (threadIdx.x == 0) {
     for (auto& b : s.full) mbar_init(&b, 32);  // the filling warp's lanes
