@@ -31,7 +31,7 @@ namespace mlakit::kernels::rows64 {
 namespace gmma = cute::SM90::GMMA;
 
 // Warp-uniform by construction (lane 0's value), so that what derives from it stays in uniform
-// registers: wgmma takes its descriptors from there.
+// registers: wgmma takes its descriptors from there. Call it with the whole warp.
 __device__ __forceinline__ int consumer_wg() { return __shfl_sync(0xffffffffu, int(threadIdx.x) / kWgThreads, 0); }
 __device__ __forceinline__ int wg_warp() { return (threadIdx.x / 32) % 4; }
 // The 256 consumer threads.
