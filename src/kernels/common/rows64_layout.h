@@ -4,6 +4,7 @@
 // stages of 9 swizzled 64-dim blocks (8 ckv + 1 kpe), Q as 9 blocks of 64 rows, P of a 64-row tile.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace mlakit::kernels::rows64 {
@@ -22,5 +23,11 @@ constexpr int kQBytes = kBlocks * kQBlockBytes; // 72 KB
 constexpr int kPBytes = kRows * 128;            // 8 KB: P of a 64-row tile, bf16
 constexpr int kDimsPerWg = kDimV / kWgs;        // 256: the N of each PV wgmma
 constexpr uint32_t kPairBarrier = 3;            // 1 and 2 stay free for per-warpgroup barriers
+constexpr int kAlign = 1024;                    // the swizzle atom: operand blocks start on it
+static_assert(kQBytes % kAlign == 0 && kPBytes % kAlign == 0 && kStageBytes % kAlign == 0,
+              "every operand block starts on a swizzle atom");
+// Dynamic shared memory a kernel of this pair asks for: its plan, and room to align the base.
+template <class Plan>
+constexpr size_t smem_bytes_for() { return sizeof(Plan) + kAlign; }
 
 }  // namespace mlakit::kernels::rows64

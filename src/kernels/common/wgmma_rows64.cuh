@@ -37,6 +37,15 @@ __device__ __forceinline__ int wg_warp() { return (threadIdx.x / 32) % 4; }
 // The 256 consumer threads.
 __device__ __forceinline__ void pair_sync() { named_barrier_sync(kPairBarrier, kConsumerThreads); }
 
+// The kernel's shared-memory plan at the first swizzle atom of its dynamic shared memory
+// (smem_bytes_for<Plan>() of it). Aligned by an offset from the shared array, not through an
+// integer: the compiler then still knows the plan is shared memory and accesses it by LDS / STS,
+// not generic loads and stores.
+template <class Plan>
+__device__ __forceinline__ Plan& plan_at(uint8_t* smem_raw) {
+  return *reinterpret_cast<Plan*>(smem_raw + (kAlign - smem_addr(smem_raw) % kAlign) % kAlign);
+}
+
 // Descriptor of a 128-byte-swizzled operand at shared address `addr`. K-major (Q, P, K): `sbo`
 // = 1024 to the next 8 rows, `lbo` unused. MN-major (V): `lbo` to the next 64 elements of N,
 // `sbo` to the next 8 of K.

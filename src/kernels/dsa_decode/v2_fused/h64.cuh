@@ -119,9 +119,7 @@ __device__ inline void store(const Params& p, int block, int split, int splits, 
 
 __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  // Aligned by an offset from smem_raw, not through an integer: the compiler then still knows the
-  // plan is shared memory and accesses it by LDS / STS, not generic loads and stores.
-  auto& s = *reinterpret_cast<SmemPlan*>(smem_raw + (kAlign - smem_addr(smem_raw) % kAlign) % kAlign);
+  auto& s = rows64::plan_at<SmemPlan>(smem_raw);
   const int split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
   const int block = t * p.head_groups + group;  // 16-head blocks 4 block .. 4 block + 3
   constexpr int kBlocksPerCta = kCtaHeads / kHeads;

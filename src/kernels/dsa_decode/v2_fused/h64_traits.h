@@ -58,10 +58,7 @@ struct SmemPlan {
   float red_max[kWgs][kCtaHeads];         // each warpgroup's tile maxima per head
   float red_sum[kWgs][kCtaHeads];         // each warpgroup's sums per head, at the end
 };
-constexpr size_t kAlign = 1024;           // the swizzle atom: operand blocks start on it
-constexpr size_t kSmemBytes = sizeof(SmemPlan) + kAlign;  // with room to align the base
-static_assert(kQBytes % kAlign == 0 && kPBytes % kAlign == 0 && kStageBytes % kAlign == 0,
-              "every operand block starts on a swizzle atom");
+constexpr size_t kSmemBytes = kernels::rows64::smem_bytes_for<SmemPlan>();  // the plan, aligned
 
 // The register need ptxas reports (sm_90a, nvcc 13.0) before the roles split, for the validator
 // without a GPU: 65536 / 384 threads.

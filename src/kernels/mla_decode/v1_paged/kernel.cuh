@@ -134,22 +134,33 @@ __device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g
 
 // ---- consumers -------------------------------------------------------------------------------
 
-// The tiles of one piece, continuing the CTA's ring at stage `stage`.
-template <int Stages, class Smem>
-__device__ void consume_piece(Smem& s, int count, int64_t& stage, float scale_log2, const uint32_t (&qa)[9][4],
-                              dsa_v2::RowState& st, float (&o)[dsa_v2::kOTiles][4]) {
+// The consumers' walk over one piece's `count` rows, shared by both row paths: tiles of two ring
+// stages (one when a single stage is left), continuing the CTA's ring at stage `stage`. Waits for
+// the tile's stages, runs tile(i, two, b0, b1) (i: the piece's stage of the tile; b0, b1: its
+// buffers, b1 only when `two`), then releases them; `stage` ends past the stages taken.
+template <int Stages, class Smem, class Tile>
+__device__ __forceinline__ void walk_tiles(Smem& s, int count, int64_t& stage, Tile&& tile) {
   const int stages = (count + kStageRows - 1) / kStageRows;
   for (int i = 0; i < stages; i += 2, stage += 2) {
     const bool two = i + 1 < stages;
     const int b0 = int(stage % Stages), b1 = int((stage + 1) % Stages);
     mbar_wait(&s.full[b0], uint32_t((stage / Stages) & 1));
     if (two) mbar_wait(&s.full[b1], uint32_t(((stage + 1) / Stages) & 1));
-    const dsa_v2::Tile tile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kUnitRows, count - i * kStageRows)};
-    dsa_v2::decode_tile(s, qa, tile, scale_log2, st, o);
+    tile(i, two, b0, b1);
     mbar_arrive(&s.empty[b0]);
     if (two) mbar_arrive(&s.empty[b1]);
   }
   if (stages % 2 == 1) stage -= 1;  // a one-stage last tile took one stage, not two
+}
+
+// The tiles of one piece, continuing the CTA's ring at stage `stage`.
+template <int Stages, class Smem>
+__device__ void consume_piece(Smem& s, int count, int64_t& stage, float scale_log2, const uint32_t (&qa)[9][4],
+                              dsa_v2::RowState& st, float (&o)[dsa_v2::kOTiles][4]) {
+  walk_tiles<Stages>(s, count, stage, [&](int i, bool two, int b0, int b1) {
+    const dsa_v2::Tile tile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kUnitRows, count - i * kStageRows)};
+    dsa_v2::decode_tile(s, qa, tile, scale_log2, st, o);
+  });
 }
 
 // bf16 O / l and lse of an item held whole (consumer threads); count == 0: output 0, lse -inf.

@@ -137,11 +137,7 @@ __device__ inline void consume_piece(SmemPlan& s, int begin, int count, const in
                                      float scale_log2, Rows& st, float (&o)[128]) {
   const int wg = consumer_wg();
   const int stages = (count + kStageRows - 1) / kStageRows;
-  for (int i = 0; i < stages; i += 2, stage += 2) {
-    const bool two = i + 1 < stages;
-    const int b0 = int(stage % kStages), b1 = int((stage + 1) % kStages);
-    mbar_wait(&s.full[b0], uint32_t((stage / kStages) & 1));
-    if (two) mbar_wait(&s.full[b1], uint32_t(((stage + 1) / kStages) & 1));
+  walk_tiles<kStages>(s, count, stage, [&](int i, bool two, int b0, int b1) {
     fence_async_smem();  // cp.async wrote the rows; wgmma reads them
     // A tile of one stage: warpgroup 1 has no rows of its own, warpgroup 0 no other half.
     const uint32_t own = smem_addr(s.ring[wg == 0 || !two ? b0 : b1]);
@@ -153,10 +149,8 @@ __device__ inline void consume_piece(SmemPlan& s, int begin, int count, const in
     rows64::tile(s, own, other, lim, scale_log2, st, o, [&] {
       if (last) mbar_arrive(&s.q_empty);  // no QK of this item reads Q any more
     });
-    mbar_arrive(&s.empty[b0]);  // released only now: P V read both stages
-    if (two) mbar_arrive(&s.empty[b1]);
-  }
-  if (stages % 2 == 1) stage -= 1;  // a one-stage last tile took one stage, not two
+    // Released by walk_tiles only now: P V read both stages.
+  });
 }
 
 // bf16 O / l and the lse of an item held whole; a row that saw nothing gets 0 and -inf.
@@ -223,9 +217,7 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
 template <bool kMath>
 __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  // Aligned by an offset from smem_raw, not through an integer: the compiler then still knows the
-  // plan is shared memory and accesses it by LDS / STS, not generic loads and stores.
-  auto& s = *reinterpret_cast<SmemPlan*>(smem_raw + (kAlign - smem_addr(smem_raw) % kAlign) % kAlign);
+  auto& s = rows64::plan_at<SmemPlan>(smem_raw);
   const Group g = group_of(p, int(blockIdx.y));
   if (threadIdx.x == 0) {
     for (auto& b : s.full) mbar_init(&b, 32);  // the filling warp's lanes

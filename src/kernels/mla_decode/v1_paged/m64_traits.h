@@ -59,10 +59,7 @@ struct SmemPlan {
   float red_max[kWgs][kRows];          // each warpgroup's tile maxima per row
   float red_sum[kWgs][kRows];          // each warpgroup's sums per row, at the end
 };
-constexpr size_t kAlign = 1024;        // the swizzle atom: operand blocks start on it
-constexpr size_t kSmemBytes = sizeof(SmemPlan) + kAlign;  // with room to align the base
-static_assert(kQBytes % kAlign == 0 && kPBytes % kAlign == 0 && kStageBytes % kAlign == 0,
-              "every operand block starts on a swizzle atom");
+constexpr size_t kSmemBytes = kernels::rows64::smem_bytes_for<SmemPlan>();  // the plan, aligned
 static_assert(kStageBytes >= kConsumerThreads * 10 * int(sizeof(float)),
               "the merge's per-thread states fit in the first ring stage");
 
