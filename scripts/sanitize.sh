@@ -3,8 +3,8 @@
 # code path of the DSA kernels (v1: split + merge kernel, fused epilogue, one stage; v2: rows split
 # and merged in-kernel, one CTA per row, every gather, both MMA paths, 32..128 heads; the gather
 # floor; empty rows, page size 1; v2_fp8 over the FP8 cache (16..128 heads) and its floor;
-# mla_decode with 16 and 64 query rows per CTA: split and merged requests, causal groups, page
-# sizes, layouts), the GPU quantizer's tests,
+# mla_decode with 16 and 64 query rows per CTA: split and merged requests, requests kept whole,
+# causal groups, page sizes, layouts), the GPU quantizer's tests,
 # then the binding's CUDA-graph tests (capture, replay on new inputs) under
 # memcheck and racecheck when PyTorch is there.
 set -uo pipefail
@@ -87,25 +87,29 @@ shapes=(
   "$FP8 --kv fp8 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s8n32x8m1p4g1c1"
   "$FP8 --kv fp8 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 64 --tiling s4n32x4m1p4g1c1"
   "$FP8_FLOOR --kv fp8 --t 2 --topk 512 --num-pages 64 --tiling s2n32x8m1p4g1"
-  # mla_decode v1_paged: requests split over few CTAs and merged; groups of causal s_q x head
-  # blocks; more CTAs than units (page size 16, separate tensors, mixed lengths); one request cut
-  # over 132 CTAs (several threads per merged chunk); every compiled pipe
-  "$MLA --b 3 --t 300 --tiling c8x4p2"
+  # mla_decode v1_paged: requests split over few CTAs and merged (w0: the units cut); groups of
+  # causal s_q x head blocks; more CTAs than units (page size 16, separate tensors, mixed lengths);
+  # one request cut over 132 CTAs (several threads per merged chunk); every compiled pipe; requests
+  # kept whole with CTAs left empty (the default w)
+  "$MLA --b 3 --t 300 --tiling c8x4p2w0"
   "$MLA --b 2 --t 2000 --s 2 --causal --heads 32 --tiling c16x3p1"
-  "$MLA --b 4 --t 100 --page-size 16 --separate --mixed --tiling c132x4p2"
+  "$MLA --b 4 --t 100 --page-size 16 --separate --mixed --tiling c132x4p2w0"
   "$MLA --b 1 --t 5000 --tiling c132x4p4"
-  "$MLA --b 5 --t 700 --s 4 --causal --heads 64 --tiling c64x4p1"
+  "$MLA --b 5 --t 700 --s 4 --causal --heads 64 --tiling c64x4p1w0"
+  "$MLA --b 40 --t 500 --tiling c16x4p2"
   "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 32 --tiling c16x4p2"
   # ... and with 64 query rows per CTA (m64, wgmma): split and merged, causal positions inside one
   # group, Q reloaded across items, a partial group (16 rows of 64), page size 1, its floor
-  "$MLA --b 3 --t 300 --s 4 --causal --tiling c8x4p4g2m64"
+  "$MLA --b 3 --t 300 --s 4 --causal --tiling c8x4p4g2m64w0"
   "$MLA --b 5 --t 700 --heads 128 --s 2 --causal --page-size 16 --separate --mixed --tiling c16x4p4g2m64"
   "$MLA --b 1 --t 5000 --tiling c132x4p4g2m64"
   "$MLA --b 6 --t 200 --page-size 1 --heads 32 --s 3 --causal --tiling c5x4p4g2m64"
   "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 64 --tiling c16x4p4g2m64"
   # ... with whole stages by tensor-map boxes (g3) and cut stages by cp.async: causal positions,
-  # separate tensors (two maps), page size 32, one request over 132 CTAs, its floor
-  "$MLA --b 3 --t 300 --s 4 --causal --tiling c8x4p4g3m64"
+  # separate tensors (two maps), page size 32, one request over 132 CTAs, requests kept whole
+  # with empty CTAs in both groups, its floor
+  "$MLA --b 3 --t 300 --s 4 --causal --tiling c8x4p4g3m64w0"
+  "$MLA --b 8 --t 1000 --heads 128 --tiling c24x4p4g3m64"
   "$MLA --b 5 --t 700 --heads 128 --s 2 --causal --separate --mixed --tiling c16x4p4g3m64"
   "$MLA --b 4 --t 1000 --heads 32 --page-size 32 --mixed --tiling c24x4p4g3m64"
   "$MLA --b 1 --t 5000 --heads 128 --tiling c132x4p4g3m64"

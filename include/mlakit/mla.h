@@ -81,6 +81,10 @@ struct MlaTiling {
   int rows = 16;      // m: query rows per CTA, the M of the MMAs: 16 (mma.sync, one group per
                       //    query position and 16-head block) or 64 (wgmma, 64 of a request's
                       //    s_q x heads query rows per group)
+  int whole = 8;      // w: schedule units (64-row tiles) a CTA's longest range may grow by to keep
+                      //    every request whole instead of splitting some across CTAs (split pieces
+                      //    store partials and merge at the end); 0: whole only when that costs
+                      //    nothing
 
   std::string name() const;
   static Status parse(const std::string& name, MlaTiling* out);

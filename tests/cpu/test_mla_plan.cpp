@@ -122,7 +122,8 @@ TEST(MlaTiling, NamesLeaveGatherOutAtItsDefault) {
   t.gather = 2;
   t.rows = 64;
   EXPECT_EQ(t.name(), "c132x4p2g2m64");
-  for (const char* name : {"c132x4p2", "c132x4p2g0", "c1x1p1g2", "c264x6p4", "c132x4p4g2m64", "c66x4p4m64"}) {
+  for (const char* name : {"c132x4p2", "c132x4p2g0", "c1x1p1g2", "c264x6p4", "c132x4p4g2m64", "c66x4p4m64", "c132x4p2w0",
+                           "c9x4p4g3m64w1048576"}) {
     MlaTiling parsed;
     ASSERT_TRUE(MlaTiling::parse(name, &parsed).is_ok()) << name;
     EXPECT_EQ(parsed.name(), name);
@@ -134,6 +135,9 @@ TEST(MlaTiling, NamesLeaveGatherOutAtItsDefault) {
   ASSERT_TRUE(MlaTiling::parse("c132x4p2m16", &parsed).is_ok());
   EXPECT_EQ(parsed.name(), "c132x4p2");
   EXPECT_EQ(parsed.rows, 16);
+  ASSERT_TRUE(MlaTiling::parse("c132x4p2w8", &parsed).is_ok());
+  EXPECT_EQ(parsed.name(), "c132x4p2");
+  EXPECT_EQ(parsed.whole, 8);
 }
 
 TEST(MlaTiling, BadNamesAreRejectedWithTheForm) {
@@ -144,8 +148,11 @@ TEST(MlaTiling, BadNamesAreRejectedWithTheForm) {
                {"c132x4", "expected the form"},
                {"x4p2c132", "expected the form"},
                {"s16n64x2m4", "expected the form"},
-               {"c132x4p2w1", "unexpected 'w1'"},
-               {"c132x4p2m64g2", "unexpected 'g2' (the optional fields are g and m)"},
+               {"c132x4p2z1", "unexpected 'z1'"},
+               {"c132x4p2m64g2", "unexpected 'g2' (the optional fields are g, m and w)"},
+               {"c132x4p2w8m64", "unexpected 'm64'"},
+               {"c132x4p2w", "expected the form"},
+               {"c132x4p2w1048577", "w must be 0..1048576"},
                {"c132x4p2m32", "m must be 16 or 64"},
                {"c132x4p2m", "expected the form"},
                {"c132x4p2g", "expected the form"},

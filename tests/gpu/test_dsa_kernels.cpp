@@ -222,13 +222,16 @@ TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
 // partial groups, causal positions masked per row) with both gathers (16-byte cp.async; tensor-map
 // boxes for whole stages where the pages hold 32k rows, cp.async for cut stages and other page
 // sizes), and m64 over few CTAs (many items per CTA: Q reloaded between items, items split and
-// merged); one fresh seed each.
+// merged), and both cuts of the schedule forced on both paths (w0: requests split unless that
+// costs nothing; w1048576: every request whole, CTAs left empty where there are fewer requests);
+// one fresh seed each.
 TEST(MlaV1Tilings, BothRowPathsMatchReference) {
   const KernelEntry* kernel = find_kernel("mla_decode.v1_paged.bf16");
   ASSERT_NE(kernel, nullptr);
   REQUIRE_GPU_FOR(*kernel);
   for (const std::string name : {"c132x4p2", "c132x4p4g2m64", "c132x4p4g3m64", "c9x4p4g2m64", "c9x4p4g3m64",
-                                 "c40x4p4g3m64"}) {
+                                 "c40x4p4g3m64", "c132x4p2w0", "c132x4p2w1048576", "c40x4p4g3m64w0",
+                                 "c132x4p4g3m64w1048576"}) {
     SCOPED_TRACE(name);
     int checked = 0;
     verify_suite(*kernel, "mla-edge", &name, &checked, 1);

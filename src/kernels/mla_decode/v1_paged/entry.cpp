@@ -2,7 +2,8 @@
 // problem and device, --explain, and the launch. Tiling fields (MlaTiling): c = CTAs of the
 // persistent grid, x = 32-row ring stages, p = producer warps, g = gather (bulk copies for 16 query
 // rows per CTA, 16-byte cp.async into the swizzle for 64), m = query rows per CTA (16: mma.sync
-// per 16-head block and position; 64: wgmma over 64 of a request's s_q x heads rows, m64.cuh).
+// per 16-head block and position; 64: wgmma over 64 of a request's s_q x heads rows, m64.cuh),
+// w = units a range may grow by to keep requests whole (schedule.cuh).
 // Sizes come from traits.h; the register need from the compiled kernel when a GPU is present.
 #include "kernels/mla_decode/v1_paged/entry.h"
 
@@ -36,6 +37,7 @@ constexpr int kWideFromRows = 64;
 constexpr int kWideFromRowsWithMaps = 32;
 
 bool wide(const MlaTiling& t) { return t.rows == kWideRows; }
+
 
 // m64's gather 3: whole 32-row stages by tensor-map boxes (one 64-dim x 32-row box per block), for
 // pages of a multiple of 32 rows; stages cut short by a piece's end, and every stage of other page
@@ -114,6 +116,7 @@ Status check_tiling(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& 
     return reject(t, "(stages, producers) = (" + std::to_string(t.stages) + ", " + std::to_string(t.producers) +
                          ") is not compiled; compiled:" + pipes);
   }
+  if (t.whole < 0) return reject(t, "w (units to keep requests whole) must be >= 0");
   const int resident = std::min(kMaxCtas, dev.num_sms * kCtasPerSm);
   const int groups = groups_of(p, t);
   if (t.ctas < groups || t.ctas > resident)
@@ -188,16 +191,16 @@ class V1Paged final : public MlaKernel {
 
   std::string explain(const MlaProblem& p, const MlaTiling& t) const override {
     const int groups = groups_of(p, t);
-    char buf[768];
+    char buf[1024];
     if (wide(t)) {
       std::snprintf(buf, sizeof buf,
                     "%s %s: one cooperative launch, grid %d x %d (CTAs per group x groups of 64 of the s_q %d x "
                     "%d heads query rows), each group's requests cut into equal ranges of 64-row units on the "
-                    "GPU; 2 consumer warpgroups (wgmma m64n32k16 / m64n256k16, 64 query rows = M) + 1 producer "
-                    "warpgroup, %s shared memory (Q, P, %d stages of %d rows in the 128-byte swizzle), %s; "
+                    "GPU (or kept whole where no range grows by more than %d units); 2 consumer warpgroups "
+                    "(wgmma m64n32k16 / m64n256k16, 64 query rows = M) + 1 producer warpgroup, %s shared memory (Q, P, %d stages of %d rows in the 128-byte swizzle), %s; "
                     "workspace %s",
                     info().key.c_str(), t.name().c_str(), t.ctas / groups, groups, p.seq_q, p.num_heads,
-                    format_kb(m64::kSmemBytes).c_str(), m64::kStages, kStageRows,
+                    t.whole, format_kb(m64::kSmemBytes).c_str(), m64::kStages, kStageRows,
                     t.gather != kTensorMapGather ? "16-byte cp.async gather"
                     : stage_maps_apply(p)         ? "tensor-map boxes per whole stage, 16-byte cp.async for a cut one"
                                                   : "16-byte cp.async gather (tensor maps need pages of a multiple of 32 rows)",
@@ -206,11 +209,11 @@ class V1Paged final : public MlaKernel {
     }
     std::snprintf(buf, sizeof buf,
                   "%s %s: one cooperative launch, grid %d x %d (CTAs per group x groups = s_q %d x %d head "
-                  "blocks of 16), each group's requests cut into equal ranges of 64-row units on the GPU; "
-                  "%d consumer + %d producer warps, %s shared memory (%d stages of %d rows), bulk-copy "
+                  "blocks of 16), each group's requests cut into equal ranges of 64-row units on the GPU (or "
+                  "kept whole where no range grows by more than %d units); %d consumer + %d producer warps, %s shared memory (%d stages of %d rows), bulk-copy "
                   "gather, mma.sync m16n8k16; workspace %s",
                   info().key.c_str(), t.name().c_str(), t.ctas / groups, groups, p.seq_q, p.num_heads / kHeadBlock,
-                  kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
+                  t.whole, kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
                   format_kb(workspace_bytes(p, t)).c_str());
     return buf;
   }
@@ -234,6 +237,7 @@ class V1Paged final : public MlaKernel {
     const WorkspaceLayout w = workspace_layout(t.ctas, t.rows);
     auto* base = static_cast<char*>(workspace);
     a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
+    a.whole = t.whole;
     a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
     a.part_o = reinterpret_cast<float*>(base + w.part_o);
     if (wide(t) && t.gather == kTensorMapGather) a.tma = encode_stage_maps(p, x, &a);

@@ -375,7 +375,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   const int head_blocks = p.heads / kHeadBlock;
   const Group g{int(blockIdx.y) / head_blocks, int(blockIdx.y) % head_blocks, int(blockIdx.y)};
   init_barriers(s);  // ordered before first use by locate_range's barriers
-  const Range r = locate_range<kThreadsFor<Producers>>(p, g.qpos, blockIdx.x, s.scan, s.sched);
+  const Range r = locate_range<kThreadsFor<Producers>>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
   if (r.empty()) return;  // more CTAs than units: this one holds none
   const int warp = threadIdx.x / 32;
   if (warp >= kConsumerWarps) produce<Stages, Producers>(p, s, r, g, warp - kConsumerWarps);

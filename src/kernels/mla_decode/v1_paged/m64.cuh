@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
     mbar_fence_init();
   }
   // Ordered before first use by locate_range's barriers.
-  const Range r = locate_range<kThreads>(p, g.qpos, blockIdx.x, s.scan, s.sched);
+  const Range r = locate_range<kThreads>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
   if (r.empty()) return;  // more CTAs than units: this one holds none
   const int warp = threadIdx.x / 32;
   if (warp >= kWgs * 4) {  // the producer warpgroup leaves once its copies are issued

@@ -62,6 +62,7 @@ struct SmemPlan {
 constexpr size_t kSmemBytes = kernels::rows64::smem_bytes_for<SmemPlan>();  // the plan, aligned
 static_assert(kStageBytes >= kConsumerThreads * 10 * int(sizeof(float)),
               "the merge's per-thread states fit in the first ring stage");
+static_assert(sizeof(SmemPlan::ring) >= kEdgeScratchBytes, "the schedule's scratch fits in the ring");
 
 // The register need ptxas reports (sm_90a, nvcc 13.0) before the roles split, for the validator
 // without a GPU: 65536 / 384 threads.

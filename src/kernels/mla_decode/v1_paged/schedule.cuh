@@ -4,10 +4,16 @@
 //
 // Group (i, hb) of the grid sees request b as one work item of len_b = ceil(n_{b,i} / 64) + 1
 // units: one unit of fixed cost (Q, epilogue), then one unit per 64-row tile. The group's items
-// are one flat sequence of W units; CTA c of the group's n CTAs takes units [floor(c W / n),
-// floor((c + 1) W / n)). The items that sequence cuts are "split": every CTA that holds a piece
-// of one writes a partial into its own workspace slot (slot 0 for its first item, 1 for its last)
-// and the pieces merge after all CTAs finished their pieces.
+// are one flat sequence of W units, and CTA c of the group's n CTAs takes a contiguous range of
+// it, cut one of two ways (every CTA of the group computes both and makes the same choice):
+//   - units: [floor(c W / n), floor((c + 1) W / n)). The items that sequence cuts are "split":
+//     every CTA that holds a piece of one writes a partial into its own workspace slot (slot 0 for
+//     its first item, 1 for its last) and the pieces merge after all CTAs finished their pieces.
+//   - whole items: each of those boundaries moved to the item edge nearest to it, so no item is
+//     split (some CTAs may hold none). Taken when its longest range is at most the units cut's
+//     longest range plus Params::whole units (tiling field w, default 8): about what splits cost
+//     a CTA (partials stored and merged at the end, Q loaded per piece, the wait for an item's
+//     slowest piece; docs/kernels/mla_decode_v1_paged.md, "Whole items").
 #pragma once
 
 #include <cstdint>
@@ -40,6 +46,7 @@ struct Range {
   int n;
   int first, last;     // requests
   int64_t first_unit;  // first unit of request `first`
+  bool whole;          // the whole-items cut: every item of the range is held whole
   __device__ bool empty() const { return lo >= hi; }
 };
 
@@ -67,8 +74,8 @@ __device__ __forceinline__ Piece piece_of(const Params& p, const Range& r, int q
   pc.begin = int(t0 * kUnitRows);
   const int end = int(t1 * kUnitRows < rows ? t1 * kUnitRows : rows);
   pc.count = end > pc.begin ? end - pc.begin : 0;
-  pc.first_cta = owner(unit, n, r.total);
-  pc.pieces = owner(unit + pc.units - 1, n, r.total) - pc.first_cta + 1;
+  pc.first_cta = r.whole ? int(blockIdx.x) : owner(unit, n, r.total);
+  pc.pieces = r.whole ? 1 : owner(unit + pc.units - 1, n, r.total) - pc.first_cta + 1;
   pc.slot = b == r.first ? 0 : 1;
   return pc;
 }
@@ -101,32 +108,95 @@ __device__ int64_t exclusive_scan(int64_t v, int64_t* scratch, int64_t* total) {
   return before;
 }
 
-// Every thread of the CTA calls it; ends with a CTA barrier. Thread t sums the units of requests
-// [t K, t K + K); the scan gives W and each thread's first unit; the threads holding this CTA's
-// first and last unit find their requests.
+// Block-wide maximum of one int64 per thread (kThreads threads); `scratch` holds 32 and is free
+// (no thread still reads it). Ends with a CTA barrier after which `scratch` is free again.
 template <int kThreads>
-__device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan, int64_t* sched) {
+__device__ int64_t block_max(int64_t v, int64_t* scratch) {
+  constexpr int kWarps = kThreads / 32;
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) {
+    const int64_t o = __shfl_xor_sync(0xffffffffu, v, d);
+    v = o > v ? o : v;
+  }
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  int64_t m = scratch[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) m = scratch[w] > m ? scratch[w] : m;
+  __syncthreads();
+  return m;
+}
+
+// Every thread of the CTA calls it; ends with a CTA barrier after which `edge_scratch` (at least
+// kEdgeScratchBytes, 8-byte aligned: the ring before any copy) is free. Thread t sums the units of
+// requests [t K, t K + K); the scan gives W and each thread's first unit. The threads whose items
+// hold this CTA's boundaries of the units cut find its requests; thread c (and c + kThreads, ...)
+// finds the item edge nearest to boundary c for the whole-items cut (a binary search over the
+// threads' first units, then the thread's K items); then both cuts' longest ranges decide which one
+// the group runs.
+template <int kThreads>
+__device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan, int64_t* sched, void* edge_scratch) {
+  static_assert(kThreads <= kMaxScheduleThreads, "the schedule's scratch holds each thread's first unit");
+  auto* first_unit = static_cast<int64_t*>(edge_scratch);  // [kThreads]
+  auto* edge_unit = first_unit + kMaxScheduleThreads;      // [n + 1]
+  auto* edge_item = reinterpret_cast<int*>(edge_unit + kMaxCtas + 1);
   const int per = (p.batch + kThreads - 1) / kThreads;
   const int b0 = threadIdx.x * per, b1 = min(b0 + per, p.batch);
   int64_t mine = 0;
   for (int b = b0; b < b1; ++b) mine += item_units(visible_rows(p, b, qpos));
   Range r;
-  int64_t unit = exclusive_scan<kThreads>(mine, scan, &r.total);
+  const int64_t unit = exclusive_scan<kThreads>(mine, scan, &r.total);
+  first_unit[threadIdx.x] = unit;
   r.n = int(r.total < p.ctas_per_group ? r.total : p.ctas_per_group);
-  r.lo = cta < r.n ? boundary(cta, r.n, r.total) : r.total;
-  r.hi = cta < r.n ? boundary(cta + 1, r.n, r.total) : r.total;
+  const int n = r.n;
+  r.lo = cta < n ? boundary(cta, n, r.total) : r.total;
+  r.hi = cta < n ? boundary(cta + 1, n, r.total) : r.total;
   if (r.lo < r.hi && unit <= r.hi - 1 && r.lo < unit + mine) {
+    int64_t u = unit;
     for (int b = b0; b < b1; ++b) {
       const int64_t len = item_units(visible_rows(p, b, qpos));
-      if (unit <= r.lo && r.lo < unit + len) sched[0] = b, sched[1] = unit;
-      if (unit <= r.hi - 1 && r.hi - 1 < unit + len) sched[2] = b;
-      unit += len;
+      if (u <= r.lo && r.lo < u + len) sched[0] = b, sched[1] = u;
+      if (u <= r.hi - 1 && r.hi - 1 < u + len) sched[2] = b;
+      u += len;
     }
   }
   __syncthreads();
-  r.first = int(sched[0]);
-  r.first_unit = sched[1];
-  r.last = int(sched[2]);
+  // The whole-items cut: the item edge nearest to boundary c (the lower one on a tie). Threads
+  // with items have strictly increasing first units (an item is at least one unit); those
+  // without any start at W, past every boundary.
+  for (int c = threadIdx.x; c < n; c += kThreads) {
+    const int64_t t = boundary(c, n, r.total);
+    int lo = 0, hi = kThreads - 1;  // the last thread whose first unit is <= t
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (first_unit[mid] <= t) lo = mid;
+      else hi = mid - 1;
+    }
+    int b = lo * per;
+    int64_t u = first_unit[lo], len = item_units(visible_rows(p, b, qpos));
+    while (t >= u + len) u += len, len = item_units(visible_rows(p, ++b, qpos));
+    const bool up = t - u > u + len - t;
+    edge_unit[c] = up ? u + len : u;
+    edge_item[c] = up ? b + 1 : b;
+  }
+  if (threadIdx.x == 0) edge_unit[n] = r.total, edge_item[n] = p.batch;
+  __syncthreads();
+  int64_t widest = 0;
+  for (int c = threadIdx.x; c < n; c += kThreads) widest = max(widest, edge_unit[c + 1] - edge_unit[c]);
+  const int64_t widest_units = (r.total + n - 1) / n, widest_whole = block_max<kThreads>(widest, scan);
+  r.whole = widest_whole <= widest_units + p.whole;
+  if (r.whole) {
+    r.lo = cta < n ? edge_unit[cta] : r.total;
+    r.hi = cta < n ? edge_unit[cta + 1] : r.total;
+    r.first = cta < n ? edge_item[cta] : p.batch;
+    r.first_unit = r.lo;
+    r.last = cta < n ? edge_item[cta + 1] - 1 : p.batch - 1;
+  } else {
+    r.first = int(sched[0]);
+    r.first_unit = sched[1];
+    r.last = int(sched[2]);
+  }
+  __syncthreads();  // every read of edge_scratch and sched is done: the ring is the producers'
   return r;
 }
 

@@ -44,6 +44,11 @@ constexpr int kMaxGroups = kMaxSeqQ * kMaxHeads / kHeadBlock;  // 32
 // fixed counter region (two counters per CTA): at most this many CTAs.
 constexpr int kMaxCtas = int(dsa_workspace::kCounterBytes / (2 * sizeof(uint32_t)));
 static_assert(kUnitRows == 2 * kStageRows, "a schedule unit is one two-stage compute tile");
+// The schedule's scratch in the ring before any copy (schedule.cuh, locate_range): each thread's
+// first unit, the whole-items cut's boundaries (up to kMaxCtas + 1 units and as many items).
+constexpr int kMaxScheduleThreads = 512;
+constexpr size_t kEdgeScratchBytes =
+    kMaxScheduleThreads * sizeof(int64_t) + (size_t(kMaxCtas) + 1) * (sizeof(int64_t) + sizeof(int));
 
 // The compiled (stages, producers) pairs; 5 stages would exceed the 227 KB of an SM next to the
 // separate Q buffer.
@@ -69,6 +74,7 @@ struct Params {
   float2* part_ml;       // [ctas][2][rows] (running max in the log2 domain, sum of 2^(x - m));
                          // rows = query rows of a group: 16, or 64 with the m64 tiling
   uint32_t* counters;    // [ctas][2] arrivals and departures; zero between calls
+  int whole;             // units the longest range may grow by to keep items whole (tiling field w)
   // m64 with gather 3: whole 32-row stages by tensor-map box copies (one per 64-dim block) when
   // `tma`; boxes of 64 dims x 32 rows of one page of ckv [pages][page_size][512] and kpe [..][64].
   int tma;
@@ -105,6 +111,7 @@ constexpr size_t smem_bytes(int stages) {
 // The merge stages per-thread states in the ring: (m, l, 8 dims) per thread.
 static_assert(sizeof(SmemPlan<3>::ring) >= size_t(kThreadsFor<4>) * 10 * sizeof(float),
               "the merge's per-thread states fit in the ring");
+static_assert(sizeof(SmemPlan<3>::ring) >= kEdgeScratchBytes, "the schedule's scratch fits in the ring");
 
 // The register need as ptxas reports it (sm_90a, nvcc 13.0); the registry entry reads the
 // compiled kernel's instead when a GPU is present.
