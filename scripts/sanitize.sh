@@ -3,7 +3,8 @@
 # code path of the DSA kernels (v1: split + merge kernel, fused epilogue, one stage; v2: rows split
 # and merged in-kernel, one CTA per row, every gather, both MMA paths, 32..128 heads; the gather
 # floor; empty rows, page size 1; v2_fp8 over the FP8 cache (16..128 heads) and its floor;
-# mla_decode with 16 and 64 query rows per CTA: split and merged requests, requests kept whole,
+# mla_decode with 16 and 64 query rows per CTA (both 64-row consumer pairs): split and merged
+# requests, requests kept whole,
 # causal groups, page sizes, layouts), the GPU quantizer's tests,
 # then the binding's CUDA-graph tests (capture, replay on new inputs) under
 # memcheck and racecheck when PyTorch is there.
@@ -98,22 +99,25 @@ shapes=(
   "$MLA --b 5 --t 700 --s 4 --causal --heads 64 --tiling c64x4p1w0"
   "$MLA --b 40 --t 500 --tiling c16x4p2"
   "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 32 --tiling c16x4p2"
-  # ... and with 64 query rows per CTA (m64, wgmma): split and merged, causal positions inside one
-  # group, Q reloaded across items, a partial group (16 rows of 64), page size 1, its floor
+  # ... and with 64 query rows per CTA (m64, wgmma), the lockstep consumer pair (o0) with 16-byte
+  # cp.async stages: split and merged, causal positions inside one group, Q reloaded across items,
+  # a partial group (16 rows of 64), one request over 132 CTAs, its floor; the seesaw pair (o1) on
+  # page size 1
   "$MLA --b 3 --t 300 --s 4 --causal --tiling c8x4p4g2m64w0"
   "$MLA --b 5 --t 700 --heads 128 --s 2 --causal --page-size 16 --separate --mixed --tiling c16x4p4g2m64"
   "$MLA --b 1 --t 5000 --tiling c132x4p4g2m64"
-  "$MLA --b 6 --t 200 --page-size 1 --heads 32 --s 3 --causal --tiling c5x4p4g2m64"
+  "$MLA --b 6 --t 200 --page-size 1 --heads 32 --s 3 --causal --tiling c5x4p4g2m64o1"
   "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 64 --tiling c16x4p4g2m64"
-  # ... with whole stages by tensor-map boxes (g3) and cut stages by cp.async: causal positions,
-  # separate tensors (two maps), page size 32, one request over 132 CTAs, requests kept whole
-  # with empty CTAs in both groups, its floor
-  "$MLA --b 3 --t 300 --s 4 --causal --tiling c8x4p4g3m64w0"
-  "$MLA --b 8 --t 1000 --heads 128 --tiling c24x4p4g3m64"
-  "$MLA --b 5 --t 700 --heads 128 --s 2 --causal --separate --mixed --tiling c16x4p4g3m64"
-  "$MLA --b 4 --t 1000 --heads 32 --page-size 32 --mixed --tiling c24x4p4g3m64"
-  "$MLA --b 1 --t 5000 --heads 128 --tiling c132x4p4g3m64"
-  "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 64 --tiling c16x4p4g3m64"
+  # ... the seesaw pair (o1, the default) with whole stages by tensor-map boxes (g3) and cut stages
+  # by cp.async: causal positions, separate tensors (two maps), page size 32, one request over 132
+  # CTAs (pieces of one or two tiles: empty tiles B), requests kept whole with empty CTAs in both
+  # groups, its floor
+  "$MLA --b 3 --t 300 --s 4 --causal --tiling c8x4p4g3m64w0o1"
+  "$MLA --b 8 --t 1000 --heads 128 --tiling c24x4p4g3m64o1"
+  "$MLA --b 5 --t 700 --heads 128 --s 2 --causal --separate --mixed --tiling c16x4p4g3m64o1"
+  "$MLA --b 4 --t 1000 --heads 32 --page-size 32 --mixed --tiling c24x4p4g3m64o1"
+  "$MLA --b 1 --t 5000 --heads 128 --tiling c132x4p4g3m64o1"
+  "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 64 --tiling c16x4p4g3m64o1"
 )
 fail=0
 for tool in memcheck racecheck initcheck synccheck; do

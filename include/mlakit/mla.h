@@ -85,6 +85,10 @@ struct MlaTiling {
                       //    every request whole instead of splitting some across CTAs (split pieces
                       //    store partials and merge at the end); 0: whole only when that costs
                       //    nothing
+  int order = 0;      // o: the schedule of the 64-row consumer pair (m64): 0 lockstep (both
+                      //    warpgroups on one tile: S halves, maxima and P meet in shared memory),
+                      //    1 seesaw (each warpgroup S of its own tile of a pair, the running max
+                      //    handed 0 -> 1 -> 0; wgmma_rows64.cuh)
 
   std::string name() const;
   static Status parse(const std::string& name, MlaTiling* out);

@@ -123,7 +123,7 @@ TEST(MlaTiling, NamesLeaveGatherOutAtItsDefault) {
   t.rows = 64;
   EXPECT_EQ(t.name(), "c132x4p2g2m64");
   for (const char* name : {"c132x4p2", "c132x4p2g0", "c1x1p1g2", "c264x6p4", "c132x4p4g2m64", "c66x4p4m64", "c132x4p2w0",
-                           "c9x4p4g3m64w1048576"}) {
+                           "c9x4p4g3m64w1048576", "c132x4p4g3m64o1", "c8x4p4g2m64w0o1"}) {
     MlaTiling parsed;
     ASSERT_TRUE(MlaTiling::parse(name, &parsed).is_ok()) << name;
     EXPECT_EQ(parsed.name(), name);
@@ -138,6 +138,9 @@ TEST(MlaTiling, NamesLeaveGatherOutAtItsDefault) {
   ASSERT_TRUE(MlaTiling::parse("c132x4p2w8", &parsed).is_ok());
   EXPECT_EQ(parsed.name(), "c132x4p2");
   EXPECT_EQ(parsed.whole, 8);
+  ASSERT_TRUE(MlaTiling::parse("c132x4p4g3m64o0", &parsed).is_ok());
+  EXPECT_EQ(parsed.name(), "c132x4p4g3m64");
+  EXPECT_EQ(parsed.order, 0);
 }
 
 TEST(MlaTiling, BadNamesAreRejectedWithTheForm) {
@@ -149,7 +152,10 @@ TEST(MlaTiling, BadNamesAreRejectedWithTheForm) {
                {"x4p2c132", "expected the form"},
                {"s16n64x2m4", "expected the form"},
                {"c132x4p2z1", "unexpected 'z1'"},
-               {"c132x4p2m64g2", "unexpected 'g2' (the optional fields are g, m and w)"},
+               {"c132x4p2m64g2", "unexpected 'g2' (the optional fields are g, m, w and o)"},
+               {"c132x4p4m64o1w0", "unexpected 'w0'"},
+               {"c132x4p4m64o2", "o must be 0 (lockstep pair) or 1 (seesaw)"},
+               {"c132x4p4m64o", "expected the form"},
                {"c132x4p2w8m64", "unexpected 'm64'"},
                {"c132x4p2w", "expected the form"},
                {"c132x4p2w1048577", "w must be 0..1048576"},
@@ -353,6 +359,10 @@ TEST(MlaV1Paged, ValidationNamesTheRule) {
             std::string::npos)
       << reason("c132x4p2m64", p);
   EXPECT_NE(reason("c132x4p4g2", p).find("g (gather) must be 1 with 16 query rows per CTA"), std::string::npos);
+  EXPECT_EQ(reason("c8x4p4g2m64o1", p), "");
+  EXPECT_NE(reason("c132x4p2o1", p).find("o (the consumer pair's schedule) must be 0, or 1 (seesaw) with m64"),
+            std::string::npos)
+      << reason("c132x4p2o1", p);
 }
 
 // The default takes 64 query rows per CTA (m64) from 64 query rows per request (s_q x heads), or
@@ -367,10 +377,10 @@ TEST(MlaV1Paged, DefaultRowsFollowQueryRowsPerRequest) {
   const struct {
     int heads, seq_q, page_size;
     const char* tiling;
-  } cases[] = {{16, 1, 64, "c132x4p2"},      {16, 2, 64, "c132x4p4g3m64"}, {32, 1, 64, "c132x4p4g3m64"},
-               {16, 4, 64, "c132x4p4g3m64"}, {64, 1, 64, "c132x4p4g3m64"}, {128, 3, 64, "c132x4p4g3m64"},
-               {16, 1, 32, "c132x4p2"},      {16, 2, 32, "c132x4p4g3m64"}, {16, 2, 16, "c132x4p2"},
-               {32, 1, 1, "c132x4p2"},       {16, 4, 16, "c132x4p4g2m64"}, {128, 1, 1, "c132x4p4g2m64"}};
+  } cases[] = {{16, 1, 64, "c132x4p2"},        {16, 2, 64, "c132x4p4g3m64o1"}, {32, 1, 64, "c132x4p4g3m64o1"},
+               {16, 4, 64, "c132x4p4g3m64o1"}, {64, 1, 64, "c132x4p4g3m64o1"}, {128, 3, 64, "c132x4p4g3m64o1"},
+               {16, 1, 32, "c132x4p2"},        {16, 2, 32, "c132x4p4g3m64o1"}, {16, 2, 16, "c132x4p2"},
+               {32, 1, 1, "c132x4p2"},         {16, 4, 16, "c132x4p4g2m64o1"}, {128, 1, 1, "c132x4p4g2m64o1"}};
   size_t narrow_bytes = 0;
   for (const auto& c : cases) {
     MlaProblem p = serving_problem();

@@ -221,17 +221,19 @@ TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
 // there: 16 query rows per CTA (mma.sync), 64 (m64: wgmma over a request's s_q x heads rows,
 // partial groups, causal positions masked per row) with both gathers (16-byte cp.async; tensor-map
 // boxes for whole stages where the pages hold 32k rows, cp.async for cut stages and other page
-// sizes), and m64 over few CTAs (many items per CTA: Q reloaded between items, items split and
-// merged), and both cuts of the schedule forced on both paths (w0: requests split unless that
+// sizes) and both consumer pairs (o1 seesaw: pieces of an odd tile count end in an empty tile B;
+// o0 lockstep), and m64 over few CTAs (many items per CTA: Q reloaded between items, items split
+// and merged), and both cuts of the schedule forced on both paths (w0: requests split unless that
 // costs nothing; w1048576: every request whole, CTAs left empty where there are fewer requests);
 // one fresh seed each.
 TEST(MlaV1Tilings, BothRowPathsMatchReference) {
   const KernelEntry* kernel = find_kernel("mla_decode.v1_paged.bf16");
   ASSERT_NE(kernel, nullptr);
   REQUIRE_GPU_FOR(*kernel);
-  for (const std::string name : {"c132x4p2", "c132x4p4g2m64", "c132x4p4g3m64", "c9x4p4g2m64", "c9x4p4g3m64",
-                                 "c40x4p4g3m64", "c132x4p2w0", "c132x4p2w1048576", "c40x4p4g3m64w0",
-                                 "c132x4p4g3m64w1048576"}) {
+  for (const std::string name :
+       {"c132x4p2", "c132x4p4g2m64", "c132x4p4g3m64", "c9x4p4g2m64", "c9x4p4g3m64", "c40x4p4g3m64", "c132x4p2w0",
+        "c132x4p2w1048576", "c40x4p4g3m64w0", "c132x4p4g3m64w1048576", "c132x4p4g2m64o1", "c132x4p4g3m64o1",
+        "c9x4p4g2m64o1", "c9x4p4g3m64o1", "c40x4p4g3m64w0o1", "c132x4p4g3m64w1048576o1"}) {
     SCOPED_TRACE(name);
     int checked = 0;
     verify_suite(*kernel, "mla-edge", &name, &checked, 1);
@@ -282,7 +284,8 @@ void time_every_workload(const char* op_name, const char* dtype, const std::vect
 
 TEST(DsaFloor, RunsEveryWorkloadOfEverySuite) { time_every_workload("dsa_decode", "bf16", {"s4n64x1m1g3"}); }
 TEST(MlaFloor, RunsEveryWorkloadOfEverySuite) {
-  time_every_workload("mla_decode", "bf16", {"c132x4p2", "c132x4p4g2m64", "c132x4p4g3m64"});
+  time_every_workload("mla_decode", "bf16",
+                      {"c132x4p2", "c132x4p4g2m64", "c132x4p4g3m64", "c132x4p4g2m64o1", "c132x4p4g3m64o1"});
 }
 // The FP8 cache's floor (the rows of the -fp8 suites), once one is registered.
 TEST(DsaFp8Floor, RunsEveryWorkloadOfEverySuite) {

@@ -18,6 +18,10 @@ constexpr int kDimV = 512, kDimK = 576;
 constexpr int kBlocks = kDimK / 64;             // 9 swizzled 64-dim blocks per row (8 ckv + 1 kpe)
 constexpr int kBlockBytes = kStageRows * 128;   // 4 KB: one block of a stage
 constexpr int kStageBytes = kBlocks * kBlockBytes;   // 36 KB
+// The seesaw (pair_seesaw) reads a 64-row tile as one operand: two stages interleaved per block,
+// block k of the tile = [block k of its first stage | block k of its second] (rows 0-31, 32-63).
+constexpr int kTileBlockBytes = 2 * kBlockBytes;     // 8 KB
+constexpr int kTileBytes = kBlocks * kTileBlockBytes; // 72 KB
 constexpr int kQBlockBytes = kRows * 128;       // 8 KB: one block of Q
 constexpr int kQBytes = kBlocks * kQBlockBytes; // 72 KB
 constexpr int kPBytes = kRows * 128;            // 8 KB: P of a 64-row tile, bf16

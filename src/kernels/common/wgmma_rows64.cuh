@@ -62,12 +62,17 @@ __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return sw128(addr, 
 __device__ __forceinline__ uint64_t v_desc(uint32_t addr) { return sw128(addr, kBlockBytes, 1024); }
 
 using QkMma = gmma::MMA_64x32x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>;
+using QkMma64 = gmma::MMA_64x64x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>;
 using PvRegs = gmma::MMA_64x256x16_F32BF16BF16_RS<gmma::Major::K, gmma::Major::MN>;
 using PvSmem = gmma::MMA_64x256x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::MN>;
 
 template <size_t... I>
 __device__ __forceinline__ void qk_mma(uint64_t a, uint64_t b, float (&d)[16], bool acc, std::index_sequence<I...>) {
   QkMma::fma(a, b, d[I]..., acc ? gmma::ScaleOut::One : gmma::ScaleOut::Zero);
+}
+template <size_t... I>
+__device__ __forceinline__ void qk64_mma(uint64_t a, uint64_t b, float (&d)[32], bool acc, std::index_sequence<I...>) {
+  QkMma64::fma(a, b, d[I]..., acc ? gmma::ScaleOut::One : gmma::ScaleOut::Zero);
 }
 template <size_t... I>
 __device__ __forceinline__ void pv_regs(const uint32_t (&a)[4], uint64_t b, float (&d)[128], std::index_sequence<I...>) {
@@ -204,6 +209,225 @@ __device__ __forceinline__ void tile(Smem& sm, uint32_t own, uint32_t other, con
   pin(o);
   pin(pa[0]);
   pin(pa[1]);
+}
+
+// ---- the seesaw: each warpgroup S of its own tile of a pair -----------------------------------
+//
+// The tiles of a pair sit in two slots of the ring, each a 64-row tile of two stages interleaved
+// per block (kTileBlockBytes). Warpgroup 0 owns tile A (slot 0), warpgroup 1 tile B (slot 1); both
+// keep their half of O's 512 dims as before. Per pair:
+//   wg 0: S_A = Q K_A^T (36 wgmma m64n64k16) -> m_A = max(m, rows of S_A), P_A into registers and
+//         smem, m_A into smem, hand-off A -> O_0 *= 2^(m - m_A); O_0 += P_A V_A (registers)
+//         -> waits for hand-off B -> O_0 *= 2^(m_A - m_B); O_0 += P_B V_B (P_B from smem)
+//   wg 1: waits for hand-off A -> O_1 *= 2^(m - m_A); O_1 += P_A V_A (P_A from smem), S_B = Q K_B^T
+//         behind it -> m_B = max(m_A, rows of S_B), O_1 *= 2^(m_A - m_B), P_B into registers and
+//         smem (P_A's reads are done), m_B into smem, hand-off B -> O_1 += P_B V_B (registers)
+// so warpgroup 1's softmax runs under warpgroup 0's P_A V_A and the QK of a tile reads Q once (N =
+// 64: 144 KB of shared-memory reads per tile against the lockstep pair's 216 KB). The running max
+// passes 0 -> 1 -> 0 through one 64-float array per warpgroup (red_max) and one P buffer; the two
+// hand-offs are mbarriers (hand[0]: 0 -> 1, hand[1]: 1 -> 0; 128 arrivals, release / acquire, one
+// phase per pair), and each buffer's next write comes after the other warpgroup's read of it has
+// completed (wgmma waited) and been handed back. A pair ends
+// with the same m in both warpgroups and each warpgroup's O and l relative to it; l sums only the
+// warpgroup's own tiles (total_sums adds the two).
+
+// S[64 x 64] = Q K^T over one interleaved tile at shared address `tile`, issued and committed (not
+// waited).
+template <class Smem>
+__device__ __forceinline__ void qk_tile64(const Smem& sm, uint32_t tile, float (&sacc)[32]) {
+  const uint64_t q_desc = k_major(smem_addr(sm.q)), k_desc = k_major(tile);
+  wgmma_fence();
+#pragma unroll
+  for (int step = 0; step < kDimK / 16; ++step) {
+    const uint32_t k = (step % 4) * 32;
+    qk64_mma(q_desc + ((step / 4) * kQBlockBytes + k) / 16, k_desc + ((step / 4) * kTileBlockBytes + k) / 16, sacc,
+             step > 0, std::make_index_sequence<32>{});
+  }
+  wgmma_commit();
+}
+
+// Masked scores of a 64-column tile (column c counts for the lane's row r when c < lim[r]), the new
+// running max from `m_in`, P = 2^(x - origin) as wgmma A fragments (k16 step kk: columns 16 kk ..
+// 16 kk + 15) and this thread's share of its sum.
+// S is overwritten by the masked, scaled scores.
+__device__ __forceinline__ void softmax64(float (&x)[32], const int (&lim)[2], float scale_log2,
+                                          const float (&m_in)[2], float (&m_new)[2], float (&origin)[2],
+                                          float (&sum)[2], uint32_t (&pa)[4][4]) {
+  const int q = threadIdx.x % 4;
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int e = 0; e < 32; ++e) {
+    const int col = 8 * (e / 4) + 2 * q + (e % 2), r = (e / 2) % 2;
+    x[e] = col < lim[r] ? x[e] * scale_log2 : -INFINITY;
+    mx[r] = fmaxf(mx[r], x[e]);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    m_new[r] = fmaxf(m_in[r], quad_max(mx[r]));
+    origin[r] = softmax_origin(m_new[r]);
+    sum[r] = 0.f;
+  }
+#pragma unroll
+  for (int e = 0; e < 32; e += 2) {
+    const int r = (e / 2) % 2;
+    const float p0 = fast_exp2(x[e] - origin[r]), p1 = fast_exp2(x[e + 1] - origin[r]);
+    sum[r] += p0 + p1;
+    pa[e / 8][(e % 8) / 2] = pack_bf16x2(p0, p1);
+  }
+}
+
+// P of a tile (64 rows x 64 columns, bf16) into the swizzled P buffer: rows row0 and row0 + 8.
+__device__ __forceinline__ void store_p64(uint8_t* p, int row0, const uint32_t (&pa)[4][4]) {
+  const int q = threadIdx.x % 4;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const uint32_t off = chunk_offset(row0, j, 0) + 4 * q;
+    *reinterpret_cast<uint32_t*>(p + off) = pa[j / 2][2 * (j % 2)];
+    *reinterpret_cast<uint32_t*>(p + off + 8 * 128) = pa[j / 2][2 * (j % 2) + 1];
+  }
+}
+
+__device__ __forceinline__ void scale_rows(float (&o)[128], const float (&f)[2]) {
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    o[4 * j] *= f[0], o[4 * j + 1] *= f[0];
+    o[4 * j + 2] *= f[1], o[4 * j + 3] *= f[1];
+  }
+}
+
+// One pair of 64-row tiles (tile A at shared address `tile_a`, B at `tile_b`), as described above.
+// `lim`: the own tile's column limits. wait(slot) waits for a slot's stages (each warpgroup waits
+// for both: it reads both); release(slot) arrives on their empty barriers once this warpgroup's
+// last read of the slot is done; after_qk() runs once the own QK is done (the pair's last read of
+// Q). `phase`: the parity of this pair's use of the hand-offs (pairs of the CTA so far, mod 2).
+// `b_empty` (the same in both warpgroups): tile B holds no rows (a piece's odd last tile): its
+// stages are waited for and released in order, but nothing reads them (they are not written).
+// `Smem` has q, p, red_max[kWgs][kRows] and hand[2] (mbarriers of kWgThreads arrivals).
+template <class Smem, class Wait, class Release, class AfterQk>
+__device__ __forceinline__ void pair_seesaw(Smem& sm, uint32_t tile_a, uint32_t tile_b, const int (&lim)[2],
+                                            float scale_log2, Rows& st, float (&o)[128], uint32_t phase,
+                                            bool b_empty, Wait&& wait, Release&& release, AfterQk&& after_qk) {
+  const int wg = consumer_wg(), lane = threadIdx.x % 32;
+  const int row0 = wg_warp() * 16 + lane / 4;
+  tile_a = __shfl_sync(0xffffffffu, tile_a, 0);  // warp-uniform: the descriptors stay in uniform registers
+  tile_b = __shfl_sync(0xffffffffu, tile_b, 0);
+  const uint32_t dims = wg * 4 * kTileBlockBytes;  // O's dims [256 wg, 256 wg + 256): blocks 4 wg ..
+  const uint64_t v_a = sw128(tile_a + dims, kTileBlockBytes, 1024), v_b = sw128(tile_b + dims, kTileBlockBytes, 1024);
+  const uint64_t p_desc = k_major(smem_addr(sm.p));
+  float sacc[32], m_new[2], origin[2], sum[2];
+  uint32_t pa[4][4];
+  if (wg == 0) {
+    wait(0);
+    qk_tile64(sm, tile_a, sacc);
+    wgmma_wait<0>();
+    pin(sacc);
+    after_qk();
+    softmax64(sacc, lim, scale_log2, st.m, m_new, origin, sum, pa);
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      alpha[r] = fast_exp2(st.m[r] - origin[r]);
+      st.l[r] = st.l[r] * alpha[r] + sum[r];
+    }
+    store_p64(sm.p, row0, pa);
+    if (lane % 4 == 0) {
+      sm.red_max[0][row0] = m_new[0];
+      sm.red_max[0][row0 + 8] = m_new[1];
+    }
+    fence_async_smem();  // warpgroup 1's wgmma reads P_A
+    mbar_arrive(&sm.hand[0]);
+    scale_rows(o, alpha);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) pv_regs(pa[kk], v_a + kk * 2048 / 16, o, std::make_index_sequence<128>{});
+    wgmma_commit();
+    wgmma_wait<0>();
+    pin(o);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) pin(pa[kk]);
+    release(0);
+    mbar_wait(&sm.hand[1], phase);  // P_B and m_B are in smem
+    float beta[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float m_b = sm.red_max[1][row0 + 8 * r];
+      beta[r] = fast_exp2(m_new[r] - softmax_origin(m_b));
+      st.m[r] = m_b;
+      st.l[r] *= beta[r];
+    }
+    scale_rows(o, beta);
+    wait(1);
+    if (!b_empty) {
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        pv_smem(p_desc + kk * 32 / 16, v_b + kk * 2048 / 16, o, std::make_index_sequence<128>{});
+      wgmma_commit();
+      wgmma_wait<0>();
+      pin(o);
+    }
+    release(1);
+  } else {
+    mbar_wait(&sm.hand[0], phase);  // P_A and m_A are in smem
+    float m_a[2], alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      m_a[r] = sm.red_max[0][row0 + 8 * r];
+      alpha[r] = fast_exp2(st.m[r] - softmax_origin(m_a[r]));
+      st.l[r] *= alpha[r];
+    }
+    scale_rows(o, alpha);
+    wait(0);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) pv_smem(p_desc + kk * 32 / 16, v_a + kk * 2048 / 16, o, std::make_index_sequence<128>{});
+    wgmma_commit();
+    wgmma_wait<0>();
+    pin(o);
+    release(0);  // before the QK below: the copies of the next tile A start a QK earlier
+    wait(1);
+    if (b_empty) {  // no scores: m_B = m_A, and O and l are already relative to it
+      after_qk();
+#pragma unroll
+      for (int r = 0; r < 2; ++r) st.m[r] = m_a[r];
+      if (lane % 4 == 0) {
+        sm.red_max[1][row0] = m_a[0];
+        sm.red_max[1][row0 + 8] = m_a[1];
+      }
+      mbar_arrive(&sm.hand[1]);
+      release(1);
+      return;
+    }
+    qk_tile64(sm, tile_b, sacc);
+    wgmma_wait<0>();
+    pin(sacc);
+    after_qk();
+    softmax64(sacc, lim, scale_log2, m_a, m_new, origin, sum, pa);
+    float beta[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      beta[r] = fast_exp2(m_a[r] - origin[r]);
+      st.l[r] = st.l[r] * beta[r] + sum[r];
+      st.m[r] = m_new[r];
+    }
+    store_p64(sm.p, row0, pa);  // P_A's reads completed with the wait above
+    if (lane % 4 == 0) {
+      sm.red_max[1][row0] = m_new[0];
+      sm.red_max[1][row0 + 8] = m_new[1];
+    }
+    fence_async_smem();  // warpgroup 0's wgmma reads P_B
+    mbar_arrive(&sm.hand[1]);
+    scale_rows(o, beta);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) pv_regs(pa[kk], v_b + kk * 2048 / 16, o, std::make_index_sequence<128>{});
+    wgmma_commit();
+    wgmma_wait<0>();
+    pin(o);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) pin(pa[kk]);
+    release(1);
+  }
 }
 
 // Each row's sum over both warpgroups (fixed order), the same in both; `Smem` has

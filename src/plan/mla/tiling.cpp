@@ -20,7 +20,8 @@ std::string MlaTiling::name() const {
   int m = n;
   if (gather != MlaTiling{}.gather) m += std::snprintf(buf + m, sizeof buf - m, "g%d", gather);
   if (rows != MlaTiling{}.rows) m += std::snprintf(buf + m, sizeof buf - m, "m%d", rows);
-  if (whole != MlaTiling{}.whole) std::snprintf(buf + m, sizeof buf - m, "w%d", whole);
+  if (whole != MlaTiling{}.whole) m += std::snprintf(buf + m, sizeof buf - m, "w%d", whole);
+  if (order != MlaTiling{}.order) std::snprintf(buf + m, sizeof buf - m, "o%d", order);
   return buf;
 }
 
@@ -28,7 +29,8 @@ Status MlaTiling::parse(const std::string& name, MlaTiling* out) {
   const auto bad = [&](const std::string& why) {
     return Status::invalid_argument("tiling: " + why + ", got '" + name + "'");
   };
-  const char* form = "expected the form c<ctas>x<stages>p<producers>[g<gather>][m<rows>][w<whole>] (e.g. c132x4p2)";
+  const char* form =
+      "expected the form c<ctas>x<stages>p<producers>[g<gather>][m<rows>][w<whole>][o<order>] (e.g. c132x4p2)";
   if (out == nullptr) return Status::invalid_argument("tiling: out is null");
   if (!is_tiling_name(name)) return bad(form);
   MlaTiling t;
@@ -50,11 +52,17 @@ Status MlaTiling::parse(const std::string& name, MlaTiling* out) {
     if (std::sscanf(name.c_str() + pos + 1, "%d%n", &t.whole, &used) != 1) return bad(form);
     pos += 1 + size_t(used);
   }
-  if (pos != name.size()) return bad("unexpected '" + name.substr(pos) + "' (the optional fields are g, m and w)");
+  if (pos < name.size() && name[pos] == 'o') {
+    int used = 0;
+    if (std::sscanf(name.c_str() + pos + 1, "%d%n", &t.order, &used) != 1) return bad(form);
+    pos += 1 + size_t(used);
+  }
+  if (pos != name.size()) return bad("unexpected '" + name.substr(pos) + "' (the optional fields are g, m, w and o)");
   if (t.ctas < 1 || t.stages < 1 || t.producers < 1) return bad("c, x and p must be >= 1");
   if (t.gather < 0 || t.gather > 3) return bad("g must be 0, 1, 2 or 3");
   if (t.rows != 16 && t.rows != 64) return bad("m must be 16 or 64");
   if (t.whole < 0 || t.whole > kMaxWhole) return bad("w must be 0.." + std::to_string(kMaxWhole));
+  if (t.order != 0 && t.order != 1) return bad("o must be 0 (lockstep pair) or 1 (seesaw)");
   *out = t;
   return Status::ok();
 }

@@ -3,7 +3,8 @@
 // persistent grid, x = 32-row ring stages, p = producer warps, g = gather (bulk copies for 16 query
 // rows per CTA, 16-byte cp.async into the swizzle for 64), m = query rows per CTA (16: mma.sync
 // per 16-head block and position; 64: wgmma over 64 of a request's s_q x heads rows, m64.cuh),
-// w = units a range may grow by to keep requests whole (schedule.cuh).
+// w = units a range may grow by to keep requests whole (schedule.cuh), o = m64's consumer pair
+// (0 lockstep, 1 seesaw; kernels/common/wgmma_rows64.cuh).
 // Sizes come from traits.h; the register need from the compiled kernel when a GPU is present.
 #include "kernels/mla_decode/v1_paged/entry.h"
 
@@ -35,6 +36,9 @@ Status reject(const MlaTiling& t, const std::string& why) {
 constexpr int kWideRows = m64::kRows;
 constexpr int kWideFromRows = 64;
 constexpr int kWideFromRowsWithMaps = 32;
+// The m64 consumer pair's default schedule: the seesaw (tiling field o1) beat the lockstep pair
+// on every 128-head and s_q 2 workload of mla-serving and tied elsewhere (devlog, "The seesaw").
+constexpr int kSeesaw = 1;
 
 bool wide(const MlaTiling& t) { return t.rows == kWideRows; }
 
@@ -117,6 +121,8 @@ Status check_tiling(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& 
                          ") is not compiled; compiled:" + pipes);
   }
   if (t.whole < 0) return reject(t, "w (units to keep requests whole) must be >= 0");
+  if (t.order != 0 && (t.order != 1 || !wide(t)))
+    return reject(t, "o (the consumer pair's schedule) must be 0, or 1 (seesaw) with m64");
   const int resident = std::min(kMaxCtas, dev.num_sms * kCtasPerSm);
   const int groups = groups_of(p, t);
   if (t.ctas < groups || t.ctas > resident)
@@ -157,16 +163,20 @@ class V1Paged final : public MlaKernel {
     std::vector<MlaTiling> out;
     for (int ctas : {132, 128, 114, 96, 66}) {
       for (const Pipe& pipe : kPipes) out.push_back(MlaTiling{ctas, pipe.stages, pipe.producers, 1});
-      out.push_back(wide_tiling(ctas));
-      out.push_back(wide_tiling(ctas, kTensorMapGather));
+      for (int order : {kSeesaw, 0}) {
+        out.push_back(wide_tiling(ctas, 2, order));
+        out.push_back(wide_tiling(ctas, kTensorMapGather, order));
+      }
     }
     return out;
   }
 
   // The 64-row path's only pipe: 4 stages, a producer warpgroup; 16-byte cp.async (gather 2) or
-  // tensor-map boxes (gather 3).
-  static MlaTiling wide_tiling(int ctas, int gather = 2) {
-    return MlaTiling{ctas, m64::kStages, m64::kProducers, gather, kWideRows};
+  // tensor-map boxes (gather 3); the seesaw consumer pair unless `order` says lockstep.
+  static MlaTiling wide_tiling(int ctas, int gather = 2, int order = kSeesaw) {
+    MlaTiling t{ctas, m64::kStages, m64::kProducers, gather, kWideRows};
+    t.order = order;
+    return t;
   }
 
   // One CTA per SM; 64 query rows per CTA (tensor-map stages where the pages allow them) from
@@ -197,10 +207,14 @@ class V1Paged final : public MlaKernel {
                     "%s %s: one cooperative launch, grid %d x %d (CTAs per group x groups of 64 of the s_q %d x "
                     "%d heads query rows), each group's requests cut into equal ranges of 64-row units on the "
                     "GPU (or kept whole where no range grows by more than %d units); 2 consumer warpgroups "
-                    "(wgmma m64n32k16 / m64n256k16, 64 query rows = M) + 1 producer warpgroup, %s shared memory (Q, P, %d stages of %d rows in the 128-byte swizzle), %s; "
+                    "(%s, 64 query rows = M) + 1 producer warpgroup, %s shared memory (Q, P, %d stages of %d rows in the 128-byte swizzle%s), %s; "
                     "workspace %s",
                     info().key.c_str(), t.name().c_str(), t.ctas / groups, groups, p.seq_q, p.num_heads,
-                    t.whole, format_kb(m64::kSmemBytes).c_str(), m64::kStages, kStageRows,
+                    t.whole,
+                    t.order == 1 ? "seesaw: each S of its own 64-row tile of a pair, wgmma m64n64k16 / m64n256k16"
+                                 : "lockstep: S halves of one tile, wgmma m64n32k16 / m64n256k16",
+                    format_kb(m64::kSmemBytes).c_str(), m64::kStages, kStageRows,
+                    t.order == 1 ? ", two per 64-row tile, a piece in whole pairs of tiles" : "",
                     t.gather != kTensorMapGather ? "16-byte cp.async gather"
                     : stage_maps_apply(p)         ? "tensor-map boxes per whole stage, 16-byte cp.async for a cut one"
                                                   : "16-byte cp.async gather (tensor maps need pages of a multiple of 32 rows)",
@@ -238,6 +252,7 @@ class V1Paged final : public MlaKernel {
     auto* base = static_cast<char*>(workspace);
     a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
     a.whole = t.whole;
+    a.seesaw = t.order;
     a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
     a.part_o = reinterpret_cast<float*>(base + w.part_o);
     if (wide(t) && t.gather == kTensorMapGather) a.tma = encode_stage_maps(p, x, &a);

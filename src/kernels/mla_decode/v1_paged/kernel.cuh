@@ -84,11 +84,19 @@ __device__ inline void fill_stage(const Params& p, int b, int first, int rows, u
 }
 static_assert(kStageRows == 32, "one row per lane of a producer warp");
 
+// Ring stages of a piece of `count` rows: one per 32 rows, rounded up to a multiple of `Pad` (the
+// seesaw takes whole pairs of 64-row tiles: 4); the stages past the rows are zero-filled.
+template <int Pad>
+__device__ __forceinline__ int piece_stages(int count) {
+  return ((count + kStageRows - 1) / kStageRows + Pad - 1) / Pad * Pad;
+}
+
 // Producer warp `pw`'s walk over the CTA's pieces, shared by both row paths: Q of each item with
 // rows (warp 0, once the consumers released the previous Q: load_q(b), then an arrival on q_full
 // when its cp.async land) and its share of the ring stages (stage i: warp i % Producers), in the
-// order the consumers take them: fill(b, first row, rows, buffer) once the buffer is free.
-template <int Stages, int Producers, class Smem, class G, class LoadQ, class Fill>
+// order the consumers take them: fill(b, first row, rows, buffer, the piece's end row) once the
+// buffer is free (rows 0 for a padding stage).
+template <int Stages, int Producers, int Pad = 1, class Smem, class G, class LoadQ, class Fill>
 __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Range& r, const G& g, int pw,
                                             LoadQ&& load_q, Fill&& fill) {
   int64_t stage = 0;  // ring stages of this CTA so far
@@ -104,12 +112,12 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
       cp_async_arrive_on(&s.q_full);
     }
     ++items;
-    const int stages = (pc.count + kStageRows - 1) / kStageRows;
+    const int stages = piece_stages<Pad>(pc.count);
     for (int k = 0; k < stages; ++k, ++stage) {
       if (int(stage % Producers) != pw) continue;
       const int buf = int(stage % Stages);
       mbar_wait(&s.empty[buf], uint32_t((stage / Stages) & 1) ^ 1);
-      fill(b, pc.begin + k * kStageRows, min(kStageRows, pc.count - k * kStageRows), buf);
+      fill(b, pc.begin + k * kStageRows, max(0, min(kStageRows, pc.count - k * kStageRows)), buf, pc.begin + pc.count);
     }
   }
 }
@@ -129,7 +137,7 @@ __device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g
                                  h * x.q_pe_stride_h,
                              x.q_pe_stride_h, kHeadBlock, s.q);
       },
-      [&](int b, int first, int rows, int buf) { fill_stage(p, b, first, rows, s.ring[buf], &s.full[buf], policy); });
+      [&](int b, int first, int rows, int buf, int) { fill_stage(p, b, first, rows, s.ring[buf], &s.full[buf], policy); });
 }
 
 // ---- consumers -------------------------------------------------------------------------------
@@ -243,7 +251,7 @@ __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g
 
 // The gather floor's consumers: the same hand-offs (Q, every ring stage) with no math and no
 // output, so the producers stream exactly the rows the kernel reads.
-template <int Stages, class Smem, class G>
+template <int Stages, int Pad = 1, class Smem, class G>
 __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const G& g) {
   int64_t stage = 0;
   int items = 0;
@@ -255,7 +263,7 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
     mbar_wait(&s.q_full, uint32_t(items & 1));
     mbar_arrive(&s.q_empty);
     ++items;
-    const int stages = (pc.count + kStageRows - 1) / kStageRows;
+    const int stages = piece_stages<Pad>(pc.count);
     for (int i = 0; i < stages; ++i, ++stage) {
       const int buf = int(stage % Stages);
       mbar_wait(&s.full[buf], uint32_t((stage / Stages) & 1));

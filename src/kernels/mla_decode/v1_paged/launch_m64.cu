@@ -9,15 +9,19 @@ namespace mlakit::mla_v1 {
 cudaError_t launch_m64(const Params& params, Work work, cudaStream_t stream) {
   const dim3 grid(params.ctas_per_group, params.groups), block(m64::kThreads);
   const int smem = int(m64::kSmemBytes);
+  if (params.seesaw)
+    return work == Work::kAttention
+               ? kernels::launch_with_smem<m64::mla_m64_kernel<true, true>>(params, grid, block, smem, true, stream)
+               : kernels::launch_with_smem<m64::mla_m64_kernel<false, true>>(params, grid, block, smem, true, stream);
   return work == Work::kAttention
-             ? kernels::launch_with_smem<m64::mla_m64_kernel<true>>(params, grid, block, smem, true, stream)
-             : kernels::launch_with_smem<m64::mla_m64_kernel<false>>(params, grid, block, smem, true, stream);
+             ? kernels::launch_with_smem<m64::mla_m64_kernel<true, false>>(params, grid, block, smem, true, stream)
+             : kernels::launch_with_smem<m64::mla_m64_kernel<false, false>>(params, grid, block, smem, true, stream);
 }
 
 cudaError_t kernel_attributes_m64(Work work, cudaFuncAttributes* attr) {
   *attr = {};
-  return work == Work::kAttention ? cudaFuncGetAttributes(attr, m64::mla_m64_kernel<true>)
-                                  : cudaFuncGetAttributes(attr, m64::mla_m64_kernel<false>);
+  return work == Work::kAttention ? cudaFuncGetAttributes(attr, m64::mla_m64_kernel<true, false>)
+                                  : cudaFuncGetAttributes(attr, m64::mla_m64_kernel<false, false>);
 }
 
 }  // namespace mlakit::mla_v1

@@ -8,7 +8,11 @@
 //   warps 0-7: the 64-row wgmma consumer pair (kernels/common/wgmma_rows64.cuh) over 64-row
 //   tiles of a ring that continues across the CTA's pieces; per piece: Q of the item, the tiles,
 //   then bf16 output and lse (an item held whole) or an unnormalised partial (a piece of a split
-//   item) counted at the item's counter.
+//   item) counted at the item's counter. Two schedules of the pair (tiling field o): the seesaw
+//   (o1, the default: the ring is two tile slots of two stages interleaved per block, warpgroup w
+//   computes S of slot w's tile, a piece takes whole pairs of tiles, a missing last tile is
+//   neither copied nor computed) and the lockstep pair (o0: both warpgroups on each tile of two
+//   consecutive stages, S halves).
 //   warps 8-11: producers, one warpgroup (its registers lowered by setmaxnreg for the consumers'
 //   64 x 256 fp32 accumulators). Warp 0 of them loads each item's Q (64 rows x 576, 16-byte
 //   cp.async into 9 swizzled blocks) once the consumers' last QK of the previous item is done;
@@ -38,6 +42,8 @@ using rows64::pair_sync;
 using rows64::RowPtrs;
 using rows64::Rows;
 using rows64::wg_warp;
+using rows64::kTileBlockBytes;
+using rows64::kTileBytes;
 
 // The query rows of a group.
 struct Group {
@@ -73,8 +79,21 @@ __device__ inline void load_q(const Params& p, SmemPlan& s, const Group& g, int 
             l2_policy(L2Evict::kNormal));
 }
 
-// Warp-wide: rows [first, first + rows) of request b into one ring stage.
-__device__ inline void fill_stage(const Params& p, int b, int first, int rows, uint8_t* dst, uint64_t policy) {
+// The ring's stage `buf` and the stride of its 64-dim blocks. Lockstep pair: stage after stage,
+// 4 KB blocks. Seesaw: stages 2j and 2j + 1 are the halves of tile slot j, interleaved per block
+// (block k of the slot: the 32 rows of stage 2j, then those of 2j + 1; 8 KB), so that a 64-row tile
+// is one wgmma operand.
+template <bool kSeesaw>
+__device__ __forceinline__ uint8_t* stage_at(SmemPlan& s, int buf) {
+  return kSeesaw ? &s.ring[0][0] + (buf / 2) * kTileBytes + (buf % 2) * kBlockBytes : s.ring[buf];
+}
+template <bool kSeesaw>
+constexpr int kStageBlockStride = kSeesaw ? kTileBlockBytes : kBlockBytes;
+
+// Warp-wide: rows [first, first + rows) of request b into one ring stage (blocks `block_bytes`
+// apart); the rest of its 32 rows are zeros.
+__device__ inline void fill_stage(const Params& p, int b, int first, int rows, uint8_t* dst, int block_bytes,
+                                  uint64_t policy) {
   const MlaTensors& x = p.io;
   const int lane = threadIdx.x % 32, j = first + lane;
   int page = -1;
@@ -83,7 +102,7 @@ __device__ inline void fill_stage(const Params& p, int b, int first, int rows, u
   const int in_page = j % p.page_size;
   const auto* ckv = static_cast<const uint16_t*>(x.ckv_cache);
   const auto* kpe = static_cast<const uint16_t*>(x.kpe_cache);
-  copy_rows(dst, kBlockBytes, 0, kStageRows, 1,
+  copy_rows(dst, block_bytes, 0, kStageRows, 1,
             [&](int r) {
               const int pg = __shfl_sync(0xffffffffu, page, r), row = __shfl_sync(0xffffffffu, in_page, r);
               const bool valid = pg >= 0;
@@ -98,8 +117,8 @@ __device__ inline void fill_stage(const Params& p, int b, int first, int rows, u
 // 32) by 9 tensor-map boxes, 8 of ckv and 1 of kpe, each 64 dims x 32 rows into its swizzled block;
 // lane 0 arms the stage's barrier with the 36 KB, the other lanes arrive. False (nothing issued)
 // for a page id outside the cache: fill_stage zero-fills those rows.
-__device__ inline bool fill_stage_tma(const Params& p, int b, int first, uint8_t* dst, uint64_t* full,
-                                      uint64_t policy) {
+__device__ inline bool fill_stage_tma(const Params& p, int b, int first, uint8_t* dst, int block_bytes,
+                                      uint64_t* full, uint64_t policy) {
   const MlaTensors& x = p.io;
   const int page = __ldg(x.block_table + b * x.block_table_stride_b + first / p.page_size);
   if (page < 0 || page >= p.num_pages) return false;
@@ -107,23 +126,36 @@ __device__ inline bool fill_stage_tma(const Params& p, int b, int first, uint8_t
     mbar_arrive_expect_tx(full, kStageBytes);
     const int row = first % p.page_size;
 #pragma unroll
-    for (int k = 0; k < kDimV / 64; ++k) tma_load_3d(dst + k * kBlockBytes, &p.ckv_map, 64 * k, row, page, full, policy);
-    tma_load_3d(dst + (kDimV / 64) * kBlockBytes, &p.kpe_map, 0, row, page, full, policy);
+    for (int k = 0; k < kDimV / 64; ++k) tma_load_3d(dst + k * block_bytes, &p.ckv_map, 64 * k, row, page, full, policy);
+    tma_load_3d(dst + (kDimV / 64) * block_bytes, &p.kpe_map, 0, row, page, full, policy);
   } else {
     mbar_arrive(full);
   }
   return true;
 }
 
+// Stages per piece a multiple of this: the seesaw takes whole pairs of 64-row tiles.
+template <bool kSeesaw>
+constexpr int kPiecePad = kSeesaw ? 4 : 1;
+
 // Producer warp `pw`: Q of each item (warp 0) and its share of the ring stages (stage i: warp
 // i % 4), in the order the consumers take them.
+template <bool kSeesaw>
 __device__ inline void produce(const Params& p, SmemPlan& s, const Range& r, const Group& g, int pw) {
   const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
-  walk_pieces<kStages, kProducers>(
+  constexpr int kStride = kStageBlockStride<kSeesaw>;
+  walk_pieces<kStages, kProducers, kPiecePad<kSeesaw>>(
       p, s, r, g, pw, [&](int b) { load_q(p, s, g, b); },
-      [&](int b, int first, int rows, int buf) {
-        if (p.tma && rows == kStageRows && fill_stage_tma(p, b, first, s.ring[buf], &s.full[buf], policy)) return;
-        fill_stage(p, b, first, rows, s.ring[buf], policy);
+      [&](int b, int first, int rows, int buf, int end) {
+        uint8_t* dst = stage_at<kSeesaw>(s, buf);
+        // A whole padding tile (the seesaw's tile B past the piece's rows): nothing to copy, the
+        // consumers skip its math (pair_seesaw, b_empty) but still wait for the stage in order.
+        if (kSeesaw && first - (buf % 2) * kStageRows >= end) {
+          mbar_arrive(&s.full[buf]);
+          return;
+        }
+        if (p.tma && rows == kStageRows && fill_stage_tma(p, b, first, dst, kStride, &s.full[buf], policy)) return;
+        fill_stage(p, b, first, rows, dst, kStride, policy);
         cp_async_arrive_on(&s.full[buf]);
       });
 }
@@ -153,6 +185,38 @@ __device__ inline void consume_piece(SmemPlan& s, int begin, int count, const in
   });
 }
 
+// The seesaw's pairs of one piece (`count` rows from request row `begin`): tile 2 i + w of the
+// piece is warpgroup w's (slot w of the ring), a missing last tile is zeros and fully masked.
+// `stage` is a multiple of 4 at every piece's start (pieces take whole pairs).
+__device__ inline void consume_piece_seesaw(SmemPlan& s, int begin, int count, const int (&seen)[2], int64_t& stage,
+                                            float scale_log2, Rows& st, float (&o)[128]) {
+  const int wg = consumer_wg();
+  const int pairs = piece_stages<4>(count) / 4;
+  const uint32_t tile_a = smem_addr(stage_at<true>(s, 0)), tile_b = smem_addr(stage_at<true>(s, 2));
+  for (int i = 0; i < pairs; ++i, stage += kStages) {
+    const uint32_t phase = uint32_t((stage / kStages) & 1);
+    const int own = (2 * i + wg) * kUnitRows;  // the own tile's first row in the piece
+    const int rows = max(0, min(kUnitRows, count - own));
+    const int lim[2] = {min(rows, seen[0] - begin - own), min(rows, seen[1] - begin - own)};
+    const bool last = i + 1 == pairs;
+    const bool b_empty = (2 * i + 1) * kUnitRows >= count;  // the piece's rows end in tile A
+    rows64::pair_seesaw(
+        s, tile_a, tile_b, lim, scale_log2, st, o, phase, b_empty,
+        [&](int slot) {
+          mbar_wait(&s.full[2 * slot], phase);
+          mbar_wait(&s.full[2 * slot + 1], phase);
+          fence_async_smem();  // cp.async wrote the rows; wgmma reads them
+        },
+        [&](int slot) {
+          mbar_arrive(&s.empty[2 * slot]);
+          mbar_arrive(&s.empty[2 * slot + 1]);
+        },
+        [&] {
+          if (last) mbar_arrive(&s.q_empty);  // no QK of this item reads Q any more
+        });
+  }
+}
+
 // bf16 O / l and the lse of an item held whole; a row that saw nothing gets 0 and -inf.
 __device__ inline void store_item(const Params& p, const Group& g, int b, const Rows& st, const float (&l_total)[2],
                                   const float (&o)[128]) {
@@ -173,6 +237,7 @@ __device__ inline void store_item(const Params& p, const Group& g, int b, const 
   }
 }
 
+template <bool kSeesaw>
 __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, const Group& g) {
   int64_t stage = 0;
   int items = 0;
@@ -194,7 +259,8 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
       mbar_wait(&s.q_full, uint32_t(items & 1));
       fence_async_smem();  // cp.async wrote Q; wgmma reads it
       ++items;
-      consume_piece(s, pc.begin, pc.count, seen, stage, p.scale_log2, st, o);
+      if constexpr (kSeesaw) consume_piece_seesaw(s, pc.begin, pc.count, seen, stage, p.scale_log2, st, o);
+      else consume_piece(s, pc.begin, pc.count, seen, stage, p.scale_log2, st, o);
       rows64::total_sums(s, st, l_total);
     }
     if (pc.pieces == 1) {
@@ -214,7 +280,8 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
 // ---- the kernel ------------------------------------------------------------------------------
 
 // kMath = false: the gather floor of this tiling (mla_decode.floor_stream.bf16): rows and Q only.
-template <bool kMath>
+// kSeesaw: the consumer pair's schedule (tiling field o1), else the lockstep pair.
+template <bool kMath, bool kSeesaw>
 __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& s = rows64::plan_at<SmemPlan>(smem_raw);
@@ -224,6 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
     for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);
     mbar_init(&s.q_full, 32);                  // producer warp 0's lanes
     mbar_init(&s.q_empty, kConsumerThreads);
+    for (auto& b : s.hand) mbar_init(&b, rows64::kWgThreads);
     mbar_fence_init();
   }
   // Ordered before first use by locate_range's barriers.
@@ -232,14 +300,14 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   const int warp = threadIdx.x / 32;
   if (warp >= kWgs * 4) {  // the producer warpgroup leaves once its copies are issued
     set_max_registers<kProducerRegs, false>();
-    produce(p, s, r, g, warp - kWgs * 4);
+    produce<kSeesaw>(p, s, r, g, warp - kWgs * 4);
     return;
   }
   set_max_registers<kConsumerRegs, true>();
   if constexpr (!kMath) {
-    mla_v1::consume_no_math<kStages>(p, s, r, g);
+    mla_v1::consume_no_math<kStages, kPiecePad<kSeesaw>>(p, s, r, g);
   } else {
-    consume(p, s, r, g);
+    consume<kSeesaw>(p, s, r, g);
     pair_sync();  // every piece of this CTA is published; the ring is free
     merge_split_items<kConsumerThreads, kRows>(p, reinterpret_cast<float*>(&s.ring[0][0]), r, g, [] { pair_sync(); });
   }

@@ -49,11 +49,14 @@ constexpr int kSmemWarps = kThreads / 32;
 struct SmemPlan {
   uint8_t q[kQBytes];                  // Q of the current item: 9 blocks of 64 rows x 128 B
   uint8_t p[kPBytes];                  // P of the tile, 64 rows x 64 cache rows
-  uint8_t ring[kStages][kStageBytes];  // the gathered tiles (and the merge's scratch at the end)
+  uint8_t ring[kStages][kStageBytes];  // the gathered stages: one after another (o0) or two tile
+                                       // slots interleaved per block (o1, m64.cuh stage_at); the
+                                       // schedule's scratch first, the merge's at the end
   uint64_t full[kStages];              // the stage's rows arrived (the filling warp's cp.async)
   uint64_t empty[kStages];             // both consumer warpgroups are done with the stage
   uint64_t q_full;                     // Q of the next item arrived
   uint64_t q_empty;                    // the consumers' last read of Q of the item is done
+  uint64_t hand[kWgs];                 // the seesaw's hand-offs (o1): warpgroup 0 -> 1, 1 -> 0
   int64_t scan[32];                    // per-warp sums of the schedule scan
   int64_t sched[4];                    // first item, its first unit, last item, its first unit
   float red_max[kWgs][kRows];          // each warpgroup's tile maxima per row

@@ -75,6 +75,7 @@ struct Params {
                          // rows = query rows of a group: 16, or 64 with the m64 tiling
   uint32_t* counters;    // [ctas][2] arrivals and departures; zero between calls
   int whole;             // units the longest range may grow by to keep items whole (tiling field w)
+  int seesaw;            // m64: the seesaw consumer pair (tiling field o1), else the lockstep pair
   // m64 with gather 3: whole 32-row stages by tensor-map box copies (one per 64-dim block) when
   // `tma`; boxes of 64 dims x 32 rows of one page of ckv [pages][page_size][512] and kpe [..][64].
   int tma;
