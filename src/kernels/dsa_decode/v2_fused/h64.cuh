@@ -1,18 +1,16 @@
 // v2_fused, 64 heads per CTA (tiling field h64): the heads are the M of Hopper's wgmma.
 //
 //   grid and split as v2_fused (kernel.cuh): CTA (s x head_groups + g, t), head_groups = H / 64.
-//   warps 0-7: two consumer warpgroups. Per 64-slot tile (ring stages 2i and 2i + 1), warpgroup w:
-//     S_w[64 heads x 32 slots] = Q K_w^T     36 wgmma m64n32k16, A = Q, B = stage 2i + w (smem)
-//     the tile's row maxima meet in smem (both warpgroups then hold the same running max),
-//     P_w = 2^(S_w - m) as bf16, kept in registers and written to smem for the other warpgroup,
-//     O_w[64 heads x dims 256w..] += P_w V_w + P_(1-w) V_(1-w)
-//                                     2 wgmma m64n256k16 with A = P_w from registers, 2 with A =
-//                                     P_(1-w) from smem; B = the stages (MN-major)
+//   warps 0-7: two consumer warpgroups, the seesaw of kernels/common/wgmma_rows64.cuh over pairs
+//   of 64-slot tiles (the ring is two tile slots of two 32-slot stages, interleaved per 64-dim
+//   block): warpgroup w computes S of slot w's tile (36 wgmma m64n64k16, A = Q), the running max
+//   passes 0 -> 1 -> 0 through shared memory with P, and each warpgroup accumulates O for its 256
+//   dims over both tiles (m64n256k16, A = its own P from registers, the other's from smem).
 //   warps 8-11: producers (one warpgroup, its registers lowered by setmaxnreg for the consumers'
 //   accumulators). Q once (64 heads x 576 into 9 swizzled blocks), then stage after stage
 //   (stage i by warp i % 4) 32 rows by 16-byte cp.async into the swizzled blocks (lane L: chunks
-//   L and 32 + L of ckv, L < 8: chunk L of kpe), completion counted on the stage's mbarrier.
-//   Two named-barrier meetings of the 256 consumer threads per tile: after the maxima, after P.
+//   L and 32 + L of ckv, L < 8: chunk L of kpe), completion counted on the stage's mbarrier; the
+//   slots are padded to whole pairs of tiles (zeros; a tile B wholly past them is skipped).
 //   The end as v2_fused, by the consumer threads: one split writes O / l and the lse, several
 //   write partials per 16-head block and merge in the kernel (kernel.cuh).
 // The compacted slots live in the workspace (p.slots): Q, P and four stages fill shared memory.
@@ -42,21 +40,37 @@ __device__ inline void load_q(const Params& p, SmemPlan& s, int t, int head0, in
             l2_policy(L2Evict::kNormal));
 }
 
+// The ring's stage `buf`: two tile slots of two stages interleaved per 64-dim block (block k of
+// slot j: the 32 rows of stage 2j, then those of 2j + 1), as mla_decode's m64 with o1.
+__device__ __forceinline__ uint8_t* stage_at(SmemPlan& s, int buf) {
+  return &s.ring[0][0] + (buf / 2) * rows64::kTileBytes + (buf % 2) * kBlockBytes;
+}
+
+// Stages of `count` slots: one per 32, rounded up to whole pairs of 64-slot tiles.
+__device__ __forceinline__ int num_stages_of(int count) {
+  return ((count + kStageRows - 1) / kStageRows + kStages - 1) / kStages * kStages;
+}
+
 // Producer warp `pw`: stages pw, pw + 4, ... of the CTA's `count` slots (slots[] in global memory,
 // written by this CTA's compaction). Lane r reads the slot of row r of its next stage before
-// waiting for the stage's buffer.
+// waiting for the stage's buffer. Rows past `count` are zeros; a tile B wholly past it is not
+// written (its consumers skip it).
 __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slots, int count, int pw) {
   const DsaTensors& x = p.io;
   const auto* ckv = static_cast<const uint16_t*>(x.ckv_cache);
   const auto* kpe = static_cast<const uint16_t*>(x.kpe_cache);
   const uint64_t policy = l2_policy(L2Evict::kFirst);
   const int lane = threadIdx.x % 32;
-  const int num_stages = (count + kStageRows - 1) / kStageRows;
+  const int num_stages = num_stages_of(count);
   for (int i = pw; i < num_stages; i += kProducers) {
-    const int b = i % kStages, rows = min(kStageRows, count - i * kStageRows);
+    const int b = i % kStages, rows = max(0, min(kStageRows, count - i * kStageRows));
     const int mine = lane < rows ? slots[i * kStageRows + lane] : 0;
     mbar_wait(&s.empty[b], ((i / kStages) & 1) ^ 1);
-    copy_rows(s.ring[b], kBlockBytes, 0, kStageRows, 1,
+    if ((i - b % 2) * kStageRows >= count) {  // an empty tile B
+      mbar_arrive(&s.full[b]);
+      continue;
+    }
+    copy_rows(stage_at(s, b), rows64::kTileBlockBytes, 0, kStageRows, 1,
               [&](int r) {
                 const int64_t slot = __shfl_sync(0xffffffffu, mine, r);
                 return RowPtrs{ckv + slot * x.ckv_stride_slot, kpe + slot * x.kpe_stride_slot, r < rows};
@@ -66,27 +80,32 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
   }
 }
 
-// The consumer warpgroups' walk over the CTA's `count` slots; leaves O (this warpgroup's 256
-// dims of the lane's two heads, wgmma accumulator layout) and the state.
+// The consumer warpgroups' walk over the CTA's `count` slots, the seesaw (rows64::pair_seesaw):
+// tile 2 i + w of the slots is warpgroup w's. Leaves O (this warpgroup's 256 dims of the lane's
+// two heads, wgmma accumulator layout) and the state.
 __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& st, float (&o)[128]) {
   const int wg = consumer_wg();
   mbar_wait(&s.q_full, 0);
   fence_async_smem();  // cp.async wrote Q; wgmma reads it
-  const int num_stages = (count + kStageRows - 1) / kStageRows;
-  for (int i = 0; i < num_stages; i += kTileStages) {
-    const bool two = i + 1 < num_stages;
-    const int b0 = i % kStages, b1 = (i + 1) % kStages;
-    mbar_wait(&s.full[b0], (i / kStages) & 1);
-    if (two) mbar_wait(&s.full[b1], ((i + 1) / kStages) & 1);
-    fence_async_smem();  // cp.async wrote the rows; wgmma reads them
-    // A tile of one stage: warpgroup 1 has no slots of its own, warpgroup 0 no other half.
-    const uint32_t own = smem_addr(s.ring[wg == 0 || !two ? b0 : b1]);
-    const uint32_t other = smem_addr(s.ring[wg == 1 || !two ? b0 : b1]);
-    const int own_rows = wg == 0 || two ? min(kStageRows, count - (i + wg) * kStageRows) : 0;
-    const int lim[2] = {own_rows, own_rows};
-    rows64::tile(s, own, other, lim, scale_log2, st, o, [] {});
-    mbar_arrive(&s.empty[b0]);  // released only now: P V read both stages
-    if (two) mbar_arrive(&s.empty[b1]);
+  const int pairs = num_stages_of(count) / kStages;
+  const uint32_t tile_a = smem_addr(stage_at(s, 0)), tile_b = smem_addr(stage_at(s, 2));
+  for (int i = 0; i < pairs; ++i) {
+    const uint32_t phase = uint32_t(i & 1);
+    const int rows = max(0, min(2 * kStageRows, count - (2 * i + wg) * 2 * kStageRows));
+    const int lim[2] = {rows, rows};
+    const bool b_empty = (2 * i + 1) * 2 * kStageRows >= count;
+    rows64::pair_seesaw(
+        s, tile_a, tile_b, lim, scale_log2, st, o, phase, b_empty,
+        [&](int slot) {
+          mbar_wait(&s.full[2 * slot], phase);
+          mbar_wait(&s.full[2 * slot + 1], phase);
+          fence_async_smem();  // cp.async wrote the rows; wgmma reads them
+        },
+        [&](int slot) {
+          mbar_arrive(&s.empty[2 * slot]);
+          mbar_arrive(&s.empty[2 * slot + 1]);
+        },
+        [] {});
   }
 }
 
@@ -130,6 +149,7 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
     for (auto& b : s.full) mbar_init(&b, 32);  // the filling warp's lanes
     for (auto& b : s.empty) mbar_init(&b, kWgs * kConsumerThreads);
     mbar_init(&s.q_full, kProducers * 32);
+    for (auto& b : s.hand) mbar_init(&b, rows64::kWgThreads);
     mbar_fence_init();
   }
   if (producer) load_q(p, s, t, group * kCtaHeads, pw);

@@ -4,8 +4,9 @@
 // Two consumer warpgroups run Hopper's wgmma with the 64 heads as M (Q as the A operand, the
 // gathered tile as B), so the tile must sit in wgmma's canonical 128-byte-swizzled layout: a
 // stage holds 9 blocks of 64 dims (8 of ckv, 1 of kpe), each 32 slots x 128 bytes, 16-byte chunk
-// c of slot r at (c ^ r % 8). The same bytes are the K-major B of S = Q K^T (slots = N) and the
-// MN-major B of O = P V (dims = N). Devlog: docs/kernels/dsa_decode_v2_fused.md, step 10.
+// c of slot r at (c ^ r % 8), two stages interleaved per block into one 64-slot tile. The same
+// bytes are the K-major B of S = Q K^T (slots = N) and the MN-major B of O = P V (dims = N).
+// Devlog: docs/kernels/dsa_decode_v2_fused.md, steps 10 and 14 (the seesaw).
 #pragma once
 
 #include <cstddef>
@@ -17,7 +18,7 @@
 namespace mlakit::dsa_v2::h64 {
 
 constexpr int kCtaHeads = kernels::rows64::kRows;  // the M of every wgmma
-using kernels::rows64::kWgs;                        // consumer warpgroups: slot halves of S, dim halves of O
+using kernels::rows64::kWgs;                        // consumer warpgroups: a tile of a pair each, dim halves of O
 constexpr int kStages = 4;                     // 32-slot stages: two 64-slot tiles in the ring
 constexpr int kProducers = 4;                  // producer warps (16-byte cp.async into the swizzle)
 constexpr int kThreads = kWgs * kConsumerThreads + kProducers * 32;  // 384
@@ -42,7 +43,7 @@ static_assert(kernels::rows64::kStageRows == kStageRows && kernels::rows64::kDim
               "h64 runs the shared 64-row wgmma consumer pair");
 constexpr int kSlotWarps = kThreads / 32;                  // warp counts of the row compaction
 
-static_assert(kStageRows * kWgs == kTileRows, "each consumer warpgroup computes S of one stage");
+static_assert(kStageRows * 2 == kTileRows, "a 64-slot tile is two interleaved stages");
 static_assert(kThreads * kIdxPerThread >= kMaxTopk, "one CTA compacts a whole index row of the entry's limit");
 
 // Shared memory: the 1024-byte-aligned operands first (Q, P, the ring), the small state after
@@ -50,10 +51,11 @@ static_assert(kThreads * kIdxPerThread >= kMaxTopk, "one CTA compacts a whole in
 struct SmemPlan {
   uint8_t q[kQBytes];                     // Q: 9 blocks of 64 heads x 128 B (A of S = Q K^T)
   uint8_t p[kPBytes];                     // P of the tile, 64 heads x 64 slots (A of O = P V)
-  uint8_t ring[kStages][kStageBytes];     // the gathered tiles
+  uint8_t ring[kStages][kStageBytes];     // two tile slots of two stages, interleaved per block
   uint64_t full[kStages];                 // the stage's rows arrived (producer lanes' cp.async)
   uint64_t empty[kStages];                // both consumer warpgroups are done with the stage
   uint64_t q_full;                        // Q arrived
+  uint64_t hand[kWgs];                    // the seesaw's hand-offs: warpgroup 0 -> 1, 1 -> 0
   int32_t warp_count[kSlotWarps];         // compaction scratch
   float red_max[kWgs][kCtaHeads];         // each warpgroup's tile maxima per head
   float red_sum[kWgs][kCtaHeads];         // each warpgroup's sums per head, at the end
