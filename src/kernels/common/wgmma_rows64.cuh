@@ -295,6 +295,19 @@ __device__ __forceinline__ void scale_rows(float (&o)[128], const float (&f)[2])
   }
 }
 
+// The ring's side of a pair: tile slot `slot` is stages 2 slot and 2 slot + 1 (full and empty
+// mbarriers of the kernel's ring). wait_slot waits for both stages' rows of the pair's phase (and
+// orders cp.async's writes before wgmma's reads); release_slot lets the producers refill them.
+__device__ __forceinline__ void wait_slot(uint64_t* full, int slot, uint32_t phase) {
+  mbar_wait(&full[2 * slot], phase);
+  mbar_wait(&full[2 * slot + 1], phase);
+  fence_async_smem();
+}
+__device__ __forceinline__ void release_slot(uint64_t* empty, int slot) {
+  mbar_arrive(&empty[2 * slot]);
+  mbar_arrive(&empty[2 * slot + 1]);
+}
+
 // One pair of 64-row tiles (tile A at shared address `tile_a`, B at `tile_b`), as described above.
 // `lim`: the own tile's column limits. wait(slot) waits for a slot's stages (each warpgroup waits
 // for both: it reads both); release(slot) arrives on their empty barriers once this warpgroup's

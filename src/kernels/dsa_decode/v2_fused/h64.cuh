@@ -96,15 +96,8 @@ __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& s
     const bool b_empty = (2 * i + 1) * 2 * kStageRows >= count;
     rows64::pair_seesaw(
         s, tile_a, tile_b, lim, scale_log2, st, o, phase, b_empty,
-        [&](int slot) {
-          mbar_wait(&s.full[2 * slot], phase);
-          mbar_wait(&s.full[2 * slot + 1], phase);
-          fence_async_smem();  // cp.async wrote the rows; wgmma reads them
-        },
-        [&](int slot) {
-          mbar_arrive(&s.empty[2 * slot]);
-          mbar_arrive(&s.empty[2 * slot + 1]);
-        },
+        [&](int slot) { rows64::wait_slot(s.full, slot, phase); },
+        [&](int slot) { rows64::release_slot(s.empty, slot); },
         [] {});
   }
 }

@@ -202,15 +202,8 @@ __device__ inline void consume_piece_seesaw(SmemPlan& s, int begin, int count, c
     const bool b_empty = (2 * i + 1) * kUnitRows >= count;  // the piece's rows end in tile A
     rows64::pair_seesaw(
         s, tile_a, tile_b, lim, scale_log2, st, o, phase, b_empty,
-        [&](int slot) {
-          mbar_wait(&s.full[2 * slot], phase);
-          mbar_wait(&s.full[2 * slot + 1], phase);
-          fence_async_smem();  // cp.async wrote the rows; wgmma reads them
-        },
-        [&](int slot) {
-          mbar_arrive(&s.empty[2 * slot]);
-          mbar_arrive(&s.empty[2 * slot + 1]);
-        },
+        [&](int slot) { rows64::wait_slot(s.full, slot, phase); },
+        [&](int slot) { rows64::release_slot(s.empty, slot); },
         [&] {
           if (last) mbar_arrive(&s.q_empty);  // no QK of this item reads Q any more
         });
