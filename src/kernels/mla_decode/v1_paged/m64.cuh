@@ -186,7 +186,8 @@ __device__ inline void consume_piece(SmemPlan& s, int begin, int count, const in
 }
 
 // The seesaw's pairs of one piece (`count` rows from request row `begin`): tile 2 i + w of the
-// piece is warpgroup w's (slot w of the ring), a missing last tile is zeros and fully masked.
+// piece is warpgroup w's (slot w of the ring); a last tile B past the rows is neither copied nor
+// computed (b_empty), a partial tile is zero-filled past them and masked.
 // `stage` is a multiple of 4 at every piece's start (pieces take whole pairs).
 __device__ inline void consume_piece_seesaw(SmemPlan& s, int begin, int count, const int (&seen)[2], int64_t& stage,
                                             float scale_log2, Rows& st, float (&o)[128]) {
