@@ -295,6 +295,17 @@ __device__ __forceinline__ void scale_rows(float (&o)[128], const float (&f)[2])
   }
 }
 
+// The seesaw's ring: four 32-row stages in two tile slots, stage `buf` the half buf % 2 of slot
+// buf / 2, interleaved per 64-dim block (block k of a slot: rows 0-31, then rows 32-63).
+__device__ __forceinline__ uint8_t* seesaw_stage(uint8_t* ring, int buf) {
+  return ring + (buf / 2) * kTileBytes + (buf % 2) * kBlockBytes;
+}
+// Whether ring stage `buf`, whose first row is `first`, belongs to a tile wholly past `end`
+// (a tile B with no rows): nothing is copied into it and nothing reads it.
+__device__ __forceinline__ bool seesaw_stage_empty(int first, int buf, int end) {
+  return first - (buf % 2) * kStageRows >= end;
+}
+
 // The ring's side of a pair: tile slot `slot` is stages 2 slot and 2 slot + 1 (full and empty
 // mbarriers of the kernel's ring). wait_slot waits for both stages' rows of the pair's phase (and
 // orders cp.async's writes before wgmma's reads); release_slot lets the producers refill them.
@@ -308,22 +319,30 @@ __device__ __forceinline__ void release_slot(uint64_t* empty, int slot) {
   mbar_arrive(&empty[2 * slot + 1]);
 }
 
-// One pair of 64-row tiles (tile A at shared address `tile_a`, B at `tile_b`), as described above.
-// `lim`: the own tile's column limits. wait(slot) waits for a slot's stages (each warpgroup waits
-// for both: it reads both); release(slot) arrives on their empty barriers once this warpgroup's
-// last read of the slot is done; after_qk() runs once the own QK is done (the pair's last read of
-// Q). `phase`: the parity of this pair's use of the hand-offs (pairs of the CTA so far, mod 2).
-// `b_empty` (the same in both warpgroups): tile B holds no rows (a piece's odd last tile): its
-// stages are waited for and released in order, but nothing reads them (they are not written).
-// `Smem` has q, p, red_max[kWgs][kRows] and hand[2] (mbarriers of kWgThreads arrivals).
-template <class Smem, class Wait, class Release, class AfterQk>
-__device__ __forceinline__ void pair_seesaw(Smem& sm, uint32_t tile_a, uint32_t tile_b, const int (&lim)[2],
-                                            float scale_log2, Rows& st, float (&o)[128], uint32_t phase,
-                                            bool b_empty, Wait&& wait, Release&& release, AfterQk&& after_qk) {
+// One pair of 64-row tiles in the ring's two slots (seesaw_stage), as described above. `lim`: the
+// own tile's column limits. Each warpgroup waits for both slots' stages (it reads both) and
+// releases a slot once its last read of it is done; after_qk() runs once the own QK is done (the
+// pair's last read of Q). `phase`: the parity of this pair in the CTA (pairs so far, mod 2), for
+// the ring's barriers and the hand-offs alike. `b_empty` (the same in both warpgroups): tile B
+// holds no rows (a piece's odd last tile): its stages are waited for and released in order, but
+// nothing reads them (they are not written). `Smem` has q, p, ring, full[4] and empty[4] (the
+// ring's mbarriers), red_max[kWgs][kRows] and hand[2] (mbarriers of kWgThreads arrivals).
+template <class Smem, class AfterQk>
+__device__ __forceinline__ void pair_seesaw(Smem& sm, const int (&lim)[2], float scale_log2, Rows& st,
+                                            float (&o)[128], uint32_t phase, bool b_empty, AfterQk&& after_qk) {
   const int wg = consumer_wg(), lane = threadIdx.x % 32;
   const int row0 = wg_warp() * 16 + lane / 4;
-  tile_a = __shfl_sync(0xffffffffu, tile_a, 0);  // warp-uniform: the descriptors stay in uniform registers
-  tile_b = __shfl_sync(0xffffffffu, tile_b, 0);
+  // Warp-uniform (lane 0's): the descriptors stay in uniform registers.
+  const uint32_t tile_a = __shfl_sync(0xffffffffu, smem_addr(seesaw_stage(&sm.ring[0][0], 0)), 0);
+  const uint32_t tile_b = __shfl_sync(0xffffffffu, smem_addr(seesaw_stage(&sm.ring[0][0], 2)), 0);
+  const auto wait = [&](int slot) { wait_slot(sm.full, slot, phase); };
+  const auto release = [&](int slot) { release_slot(sm.empty, slot); };
+  const auto publish_max = [&](float(&red)[kRows], const float(&m)[2]) {  // by the quad's first lane
+    if (lane % 4 == 0) {
+      red[row0] = m[0];
+      red[row0 + 8] = m[1];
+    }
+  };
   const uint32_t dims = wg * 4 * kTileBlockBytes;  // O's dims [256 wg, 256 wg + 256): blocks 4 wg ..
   const uint64_t v_a = sw128(tile_a + dims, kTileBlockBytes, 1024), v_b = sw128(tile_b + dims, kTileBlockBytes, 1024);
   const uint64_t p_desc = k_major(smem_addr(sm.p));
@@ -343,10 +362,7 @@ __device__ __forceinline__ void pair_seesaw(Smem& sm, uint32_t tile_a, uint32_t 
       st.l[r] = st.l[r] * alpha[r] + sum[r];
     }
     store_p64(sm.p, row0, pa);
-    if (lane % 4 == 0) {
-      sm.red_max[0][row0] = m_new[0];
-      sm.red_max[0][row0 + 8] = m_new[1];
-    }
+    publish_max(sm.red_max[0], m_new);
     fence_async_smem();  // warpgroup 1's wgmma reads P_A
     mbar_arrive(&sm.hand[0]);
     scale_rows(o, alpha);
@@ -403,10 +419,7 @@ __device__ __forceinline__ void pair_seesaw(Smem& sm, uint32_t tile_a, uint32_t 
       after_qk();
 #pragma unroll
       for (int r = 0; r < 2; ++r) st.m[r] = m_a[r];
-      if (lane % 4 == 0) {
-        sm.red_max[1][row0] = m_a[0];
-        sm.red_max[1][row0 + 8] = m_a[1];
-      }
+      publish_max(sm.red_max[1], m_a);
       mbar_arrive(&sm.hand[1]);
       release(1);
       return;
@@ -424,10 +437,7 @@ __device__ __forceinline__ void pair_seesaw(Smem& sm, uint32_t tile_a, uint32_t 
       st.m[r] = m_new[r];
     }
     store_p64(sm.p, row0, pa);  // P_A's reads completed with the wait above
-    if (lane % 4 == 0) {
-      sm.red_max[1][row0] = m_new[0];
-      sm.red_max[1][row0 + 8] = m_new[1];
-    }
+    publish_max(sm.red_max[1], m_new);
     fence_async_smem();  // warpgroup 0's wgmma reads P_B
     mbar_arrive(&sm.hand[1]);
     scale_rows(o, beta);

@@ -40,12 +40,6 @@ __device__ inline void load_q(const Params& p, SmemPlan& s, int t, int head0, in
             l2_policy(L2Evict::kNormal));
 }
 
-// The ring's stage `buf`: two tile slots of two stages interleaved per 64-dim block (block k of
-// slot j: the 32 rows of stage 2j, then those of 2j + 1), as mla_decode's m64 with o1.
-__device__ __forceinline__ uint8_t* stage_at(SmemPlan& s, int buf) {
-  return &s.ring[0][0] + (buf / 2) * rows64::kTileBytes + (buf % 2) * kBlockBytes;
-}
-
 // Stages of `count` slots: one per 32, rounded up to whole pairs of 64-slot tiles.
 __device__ __forceinline__ int num_stages_of(int count) {
   return ((count + kStageRows - 1) / kStageRows + kStages - 1) / kStages * kStages;
@@ -66,11 +60,11 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
     const int b = i % kStages, rows = max(0, min(kStageRows, count - i * kStageRows));
     const int mine = lane < rows ? slots[i * kStageRows + lane] : 0;
     mbar_wait(&s.empty[b], ((i / kStages) & 1) ^ 1);
-    if ((i - b % 2) * kStageRows >= count) {  // an empty tile B
+    if (rows64::seesaw_stage_empty(i * kStageRows, b, count)) {  // an empty tile B
       mbar_arrive(&s.full[b]);
       continue;
     }
-    copy_rows(stage_at(s, b), rows64::kTileBlockBytes, 0, kStageRows, 1,
+    copy_rows(rows64::seesaw_stage(&s.ring[0][0], b), rows64::kTileBlockBytes, 0, kStageRows, 1,
               [&](int r) {
                 const int64_t slot = __shfl_sync(0xffffffffu, mine, r);
                 return RowPtrs{ckv + slot * x.ckv_stride_slot, kpe + slot * x.kpe_stride_slot, r < rows};
@@ -88,17 +82,11 @@ __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& s
   mbar_wait(&s.q_full, 0);
   fence_async_smem();  // cp.async wrote Q; wgmma reads it
   const int pairs = num_stages_of(count) / kStages;
-  const uint32_t tile_a = smem_addr(stage_at(s, 0)), tile_b = smem_addr(stage_at(s, 2));
   for (int i = 0; i < pairs; ++i) {
-    const uint32_t phase = uint32_t(i & 1);
-    const int rows = max(0, min(2 * kStageRows, count - (2 * i + wg) * 2 * kStageRows));
+    const int rows = max(0, min(kTileRows, count - (2 * i + wg) * kTileRows));
     const int lim[2] = {rows, rows};
-    const bool b_empty = (2 * i + 1) * 2 * kStageRows >= count;
-    rows64::pair_seesaw(
-        s, tile_a, tile_b, lim, scale_log2, st, o, phase, b_empty,
-        [&](int slot) { rows64::wait_slot(s.full, slot, phase); },
-        [&](int slot) { rows64::release_slot(s.empty, slot); },
-        [] {});
+    const bool b_empty = (2 * i + 1) * kTileRows >= count;
+    rows64::pair_seesaw(s, lim, scale_log2, st, o, uint32_t(i & 1), b_empty, [] {});
   }
 }
 

@@ -43,7 +43,6 @@ using rows64::RowPtrs;
 using rows64::Rows;
 using rows64::wg_warp;
 using rows64::kTileBlockBytes;
-using rows64::kTileBytes;
 
 // The query rows of a group.
 struct Group {
@@ -85,7 +84,7 @@ __device__ inline void load_q(const Params& p, SmemPlan& s, const Group& g, int 
 // is one wgmma operand.
 template <bool kSeesaw>
 __device__ __forceinline__ uint8_t* stage_at(SmemPlan& s, int buf) {
-  return kSeesaw ? &s.ring[0][0] + (buf / 2) * kTileBytes + (buf % 2) * kBlockBytes : s.ring[buf];
+  return kSeesaw ? rows64::seesaw_stage(&s.ring[0][0], buf) : s.ring[buf];
 }
 template <bool kSeesaw>
 constexpr int kStageBlockStride = kSeesaw ? kTileBlockBytes : kBlockBytes;
@@ -150,7 +149,7 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const Range& r, con
         uint8_t* dst = stage_at<kSeesaw>(s, buf);
         // A whole padding tile (the seesaw's tile B past the piece's rows): nothing to copy, the
         // consumers skip its math (pair_seesaw, b_empty) but still wait for the stage in order.
-        if (kSeesaw && first - (buf % 2) * kStageRows >= end) {
+        if (kSeesaw && rows64::seesaw_stage_empty(first, buf, end)) {
           mbar_arrive(&s.full[buf]);
           return;
         }
@@ -192,8 +191,7 @@ __device__ inline void consume_piece(SmemPlan& s, int begin, int count, const in
 __device__ inline void consume_piece_seesaw(SmemPlan& s, int begin, int count, const int (&seen)[2], int64_t& stage,
                                             float scale_log2, Rows& st, float (&o)[128]) {
   const int wg = consumer_wg();
-  const int pairs = piece_stages<4>(count) / 4;
-  const uint32_t tile_a = smem_addr(stage_at<true>(s, 0)), tile_b = smem_addr(stage_at<true>(s, 2));
+  const int pairs = piece_stages<kPiecePad<true>>(count) / kStages;
   for (int i = 0; i < pairs; ++i, stage += kStages) {
     const uint32_t phase = uint32_t((stage / kStages) & 1);
     const int own = (2 * i + wg) * kUnitRows;  // the own tile's first row in the piece
@@ -201,13 +199,9 @@ __device__ inline void consume_piece_seesaw(SmemPlan& s, int begin, int count, c
     const int lim[2] = {min(rows, seen[0] - begin - own), min(rows, seen[1] - begin - own)};
     const bool last = i + 1 == pairs;
     const bool b_empty = (2 * i + 1) * kUnitRows >= count;  // the piece's rows end in tile A
-    rows64::pair_seesaw(
-        s, tile_a, tile_b, lim, scale_log2, st, o, phase, b_empty,
-        [&](int slot) { rows64::wait_slot(s.full, slot, phase); },
-        [&](int slot) { rows64::release_slot(s.empty, slot); },
-        [&] {
-          if (last) mbar_arrive(&s.q_empty);  // no QK of this item reads Q any more
-        });
+    rows64::pair_seesaw(s, lim, scale_log2, st, o, phase, b_empty, [&] {
+      if (last) mbar_arrive(&s.q_empty);  // no QK of this item reads Q any more
+    });
   }
 }
 
