@@ -87,9 +87,13 @@ struct DsaTiling {
   // counters, a cooperative launch); 1 the row's CTAs form one thread-block cluster and merge
   // through distributed shared memory (no workspace; 2..8 splits).
   int cluster = 0;
+  // b: 1 pools the rows (v2_fused, 16 or 32 heads per CTA, T <= 8): every CTA reads all T index
+  // rows, one slot count per split holds for the whole batch, and a long row takes the CTAs the
+  // short rows of other tokens leave idle; 0 each token's row keeps its own S CTAs.
+  int pool = 0;
 
   // Stable short form: "s16n64x2m4", "s8n64x4m1p2", "s8n64x4m1p2g1w1", "s2n64x4m1p1h32",
-  // "s8n64x8m1p4g1c1".
+  // "s8n64x8m1p4g1c1", "s8n64x4m1p2b1".
   std::string name() const;
   static Status parse(const std::string& name, DsaTiling* out);
   bool operator==(const DsaTiling&) const = default;

@@ -61,6 +61,21 @@ def test_strided_views_the_contract_allows(torch, gpu):
     check(torch, (q_nope, q_pe, ckv, kpe, idx), out, lse)
 
 
+def test_index_rows_at_any_alignment(torch, gpu):
+    """Index rows that are not 16-byte aligned (a row stride that is not a multiple of 4 entries,
+    a column slice that starts inside a 16-byte chunk): each CTA's own row (16 heads) and, at 128
+    heads and T = 5..8 where the default pools the rows, every row in every CTA; the loads and
+    copies fall back to 4 bytes and stay exact."""
+    for T, heads, width, start, valid in ((5, 128, 2049, 0, [2048, 3, 0, 700, 64]),
+                                          (8, 128, 2051, 1, [9, 2048, 1, 212, 11, 25, 0, 50]),
+                                          (2, 16, 2050, 3, [2048, 29])):
+        inputs = make_inputs(torch, T, num_pages=128, device=gpu, seed=60 + T, valid=valid, heads=heads)
+        wide = torch.full((T, width + start), -1, dtype=torch.int32, device=gpu)
+        wide[:, start:start + 2048] = inputs[4]
+        out, lse = mlakit.dsa_sparse_attention(*inputs[:4], wide[:, start:start + 2048], CONTEST_SM_SCALE)
+        check(torch, inputs, out, lse)
+
+
 def test_outputs_are_written_in_place(torch, gpu):
     inputs = make_inputs(torch, 3, device=gpu, seed=7)
     out, lse = empty_outputs(torch, 3, gpu)
@@ -143,6 +158,15 @@ def test_cuda_graph_replays_new_input_values(torch, gpu):
     assert mlakit.plan_info(4, 64, device=gpu.index)["kernel_key"] == "dsa_decode.v2_fused.bf16"
     replay_on_fresh_inputs(torch, gpu, 4, 16, 11,
                            ((12, [2048, 7, 0, 1500]), (13, [5, 2048, 2048, 0]), (19, [1, 64, 65, 1999])))
+
+
+def test_cuda_graph_of_pooled_rows_replays_new_input_values(torch, gpu):
+    """128 heads, T = 6: the default pools the rows (a long row takes the CTAs the short rows of
+    other tokens leave), so the CTAs that merge a row and its partials' places change with the
+    valid counts of every replay."""
+    assert mlakit.plan_info(6, 64, device=gpu.index, num_heads=128)["tiling"].endswith("b1")
+    replay_on_fresh_inputs(torch, gpu, 6, 128, 51, ((52, [2048, 3, 0, 700, 64, 9]), (53, [1, 2, 2048, 2048, 0, 33]),
+                                                     (54, [0, 0, 0, 0, 0, 2048])))
 
 
 def replay_on_fresh_inputs(torch, gpu, num_tokens, heads, seed, rounds):

@@ -177,7 +177,10 @@ TEST(Tiling, SingleLaunchFieldsAreNamedOnlyAwayFromTheirDefaults) {
   EXPECT_EQ(t.name(), "s8n64x8m1p4g1c1");
   ASSERT_TRUE(DsaTiling::parse("s16n64x2m4", &t).is_ok());  // v1's names are unchanged
   EXPECT_EQ(t.name(), "s16n64x2m4");
-  for (const char* bad : {"s8n64x4m1p", "s8n64x4m1w1p2", "s8n64x4m1p2p2", "s8n64x4m1p0", "s8n64x4m1q1",
+  ASSERT_TRUE(DsaTiling::parse("s8n64x4m1p2h32b1", &t).is_ok());
+  EXPECT_EQ(t.pool, 1);
+  EXPECT_EQ(t.name(), "s8n64x4m1p2h32b1");
+  for (const char* bad : {"s8n64x4m1b1h32", "s8n64x4m1b-1", "s8n64x4m1p", "s8n64x4m1w1p2", "s8n64x4m1p2p2", "s8n64x4m1p0", "s8n64x4m1q1",
                           "s8n64x4m1h32p2", "s8n64x4m1h0", "s8n64x4m1c1h32", "s8n64x4m1c-1"}) {
     const Status s = DsaTiling::parse(bad, &t);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
@@ -267,6 +270,42 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   EXPECT_EQ(v2.default_tiling(contest(128), h200).name(), "s1n64x4m1p2");
   for (const DsaTiling& t : v2.search_space(contest(8)))
     EXPECT_TRUE(t.merge_head_groups == 1 && t.mma == 0) << t.name();
+  // Pooled rows (b1): the default where a token has at most 4 CTAs per head group and T <= 8 (128
+  // heads at T = 5..8 on the H200), never at T = 1 or with h64; every CTA copies the T index rows
+  // into its ring, which must hold them.
+  EXPECT_EQ(v2.default_tiling(contest(2), h200).name(), "s32n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(contest(8), h200).name(), "s16n64x4m1p2");
+  EXPECT_EQ(why(contest(8), "s16n64x4m1p2b1"), "ok");
+  EXPECT_EQ(why(contest(8), "s1n64x4m1p2b1"), "ok");
+  EXPECT_NE(why(contest(8), "s16n64x3m1b1").find("b1 (pooled rows) is compiled with x4p2, g0 and w0, for h16 and h32"),
+            std::string::npos);
+  EXPECT_NE(why(contest(9), "s8n64x4m1p2b1").find("at most 8 tokens; got T=9"), std::string::npos);
+  EXPECT_NE(why(contest(8), "s8n64x4m1p2b2").find("b (pooled rows) must be 0 or 1; got 2"), std::string::npos);
+  DsaProblem wide = contest(8);
+  wide.num_heads = 128;
+  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s4n64x4m1p2h32b1");
+  wide.num_tokens = 4;  // 8 CTAs per token and head group
+  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s8n64x4m1p2h32");
+  wide.num_tokens = 5;
+  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s4n64x4m1p2h32b1");
+  wide.num_tokens = 8;
+  wide.num_heads = 64;
+  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s8n64x4m1p2h32");
+  wide.num_heads = 128;
+  EXPECT_NE(why(wide, "s2n64x4m1p4g2w1h64b1").find("b1 (pooled rows) is compiled with x4p2, g0 and w0, for h16 and h32"),
+            std::string::npos);
+  DsaProblem long_topk = contest(8);
+  long_topk.topk = 2560;
+  EXPECT_EQ(why(long_topk, "s16n64x4m1p2b1"), "ok");  // 80 KB of rows in a 146 KB ring
+  // A pooled row may take other tokens' CTAs: partials even with one CTA per token.
+  DsaTiling pooled_unsplit;
+  ASSERT_TRUE(DsaTiling::parse("s1n64x4m1p2b1", &pooled_unsplit).is_ok());
+  EXPECT_EQ(v2.workspace_bytes(contest(8), pooled_unsplit), 4096 + 8 * 16 * 2 * 4 + size_t(8) * 16 * 512 * 4);
+  for (const char* other : {"dsa_decode.v1_splitk.bf16", "dsa_decode.floor_gather.bf16"}) {
+    DsaTiling t;
+    ASSERT_TRUE(DsaTiling::parse("s16n64x2m4b1", &t).is_ok());
+    EXPECT_FALSE(find_kernel_as<DsaKernel>(other)->validate(contest(8), t, h200).is_ok()) << other;
+  }
   // Split rows keep their partials in the workspace; one CTA per row needs none.
   EXPECT_EQ(v2.workspace_bytes(contest(128), v2.default_tiling(contest(128), h200)), 0u);
   EXPECT_GT(v2.workspace_bytes(contest(8), v2.default_tiling(contest(8), h200)), size_t(8) * 16 * 16 * 512 * 4);
@@ -303,7 +342,7 @@ TEST(V1SplitK, RejectsTheSingleLaunchFields) {
   DsaTiling t;
   ASSERT_TRUE(DsaTiling::parse("s16n64x2m4p2", &t).is_ok());
   const Status s = v1().validate(contest(8), t, device("H200"));
-  EXPECT_NE(s.message().find("leave p, g, w, h and c out"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("leave p, g, w, h, c and b out"), std::string::npos) << s.message();
 }
 
 // A plan for the H200 of the table (no GPU needed): what tests of dsa_run start from.

@@ -161,6 +161,26 @@ TEST(DsaV2Tilings, EveryInstanceMatchesReference) {
       }
 }
 
+// Pooled rows (b1, T <= 8): every CTA plans all rows and long rows take the CTAs short rows leave,
+// at 16 heads (the contest and edge suites: one long row among short ones, empty rows, padding
+// anywhere, small top-k, page size 1; the T > 8 workloads refuse the tiling and are skipped) and
+// with 32 heads per CTA at 128 heads (four head groups, the contest suite), with many CTAs per
+// token, one, and the split counts in between. One fresh seed each.
+TEST(DsaV2Tilings, PooledRowsMatchReference) {
+  const KernelEntry* kernel = find_kernel("dsa_decode.v2_fused.bf16");
+  ASSERT_NE(kernel, nullptr);
+  REQUIRE_GPU_FOR(*kernel);
+  for (const char* suite : {"dsa-contest", "dsa-edge", "dsa-contest-h128"})
+    for (const char* splits : {"s1", "s4", "s16"}) {
+      const bool wide = std::string(suite).find("h128") != std::string::npos;
+      const std::string name = std::string(splits) + "n64x4m1p2" + (wide ? "h32" : "") + "b1";
+      SCOPED_TRACE(std::string(suite) + " " + name);
+      int checked = 0;
+      verify_suite(*kernel, suite, &name, &checked, 1);
+      EXPECT_GT(checked, 0) << "no " << suite << " workload accepts tiling " << name;
+    }
+}
+
 // Every compiled v2_fp8 ring pipe on the FP8 contest suite, split in two where a row is long
 // enough (the in-kernel merge) and with 16 splits (one-stage tiles); one fresh seed each.
 TEST(DsaFp8Tilings, EveryInstanceMatchesReference) {

@@ -14,6 +14,13 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool p
       pred);
 }
 
+// Copies 4 bytes gmem -> smem (cp.async.ca: the only width below 16 bytes), for data that is not
+// 16-byte aligned.
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem) {
+  cute::SM80_CP_ASYNC_CACHEALWAYS<uint32_t>::copy(*reinterpret_cast<const uint32_t*>(gmem),
+                                                   *reinterpret_cast<uint32_t*>(smem));
+}
+
 __device__ __forceinline__ void cp_async_commit() { cute::cp_async_fence(); }
 
 template <int N>

@@ -11,6 +11,12 @@
 #else
 #define MLAKIT_HOST_DEVICE
 #endif
+// Unrolled in device code (the per-token arrays stay in registers), a plain loop on the host.
+#if defined(__CUDA_ARCH__)
+#define MLAKIT_UNROLL _Pragma("unroll")
+#else
+#define MLAKIT_UNROLL
+#endif
 
 namespace mlakit::dsa_ring {
 
@@ -87,6 +93,87 @@ MLAKIT_HOST_DEVICE constexpr RowSplit split_row(int n, int max_splits, int min_r
   if (per < min_rows) per = min_rows;
   const int splits = n == 0 ? 1 : (n + per - 1) / per;
   return RowSplit{splits, per};
+}
+
+// Pooled rows (a tiling's b1, T <= kMaxPoolTokens): the grid keeps its S CTAs per token, but the
+// splits of every row come from one slot count per split for the whole batch, so a long row may
+// take the CTAs that the short rows of other tokens leave idle. Every CTA reads all T rows
+// (kernels/dsa_decode/common/row_slice.cuh, slice_pooled, which computes the same plan with one
+// row per lane) and derives the same plan:
+//   per = the least multiple of kStageRows, at least min_rows, with sum_r splits_r <= T x S, where
+//   splits_r = max(1, ceil(n_r / per));
+//   row r keeps its own CTAs for its splits [0, min(splits_r, S)); the CTAs a row does not use are
+//   numbered in (token, split) order and take the splits past S of the rows that have them, in
+//   (row, split) order; the rest stay idle.
+// A row's partials sit at a compact split index (first_split + split: the rows before it take
+// first_split), so the T x S partials of the workspace always suffice.
+constexpr int kMaxPoolTokens = 8;
+
+// The batch's plan from the T valid counts n[0, T): per and every row's splits.
+struct PoolPlan {
+  int per;
+  int splits[kMaxPoolTokens];
+};
+MLAKIT_HOST_DEVICE constexpr PoolPlan pool_plan(const int (&n)[kMaxPoolTokens], int num_tokens, int ctas_per_token,
+                                                int min_rows) {
+  int total = 0;
+MLAKIT_UNROLL
+  for (int r = 0; r < kMaxPoolTokens; ++r) total += r < num_tokens ? n[r] : 0;
+  const int cap = num_tokens * ctas_per_token;
+  PoolPlan plan{((total + cap - 1) / cap + kStageRows - 1) / kStageRows * kStageRows, {}};
+  if (plan.per < min_rows) plan.per = min_rows;
+  for (;;) {  // ends: once per covers the longest row every row takes one split, T <= cap
+    int sum = 0;
+MLAKIT_UNROLL
+    for (int r = 0; r < kMaxPoolTokens; ++r) {
+      plan.splits[r] = r < num_tokens ? (n[r] == 0 ? 1 : (n[r] + plan.per - 1) / plan.per) : 0;
+      sum += plan.splits[r];
+    }
+    if (sum <= cap) return plan;
+    plan.per += kStageRows;
+  }
+}
+
+// What CTA `cta` (of ctas_per_token) of token `token` does under `plan`: split `split` of row `row`
+// (row -1: nothing), whose partials start at compact split `first_split`.
+struct PoolWork {
+  int row, split, first_split;
+};
+MLAKIT_HOST_DEVICE constexpr PoolWork pool_work(const PoolPlan& plan, int num_tokens, int ctas_per_token, int token,
+                                                int cta) {
+  PoolWork w{-1, 0, 0};
+  int own = 0, k = 0;  // k: this CTA among the unused ones, in (token, split) order
+MLAKIT_UNROLL
+  for (int r = 0; r < kMaxPoolTokens; ++r) {
+    const int used = plan.splits[r] < ctas_per_token ? plan.splits[r] : ctas_per_token;
+    if (r == token) own = used;
+    if (r < token && r < num_tokens) k += ctas_per_token - used;
+  }
+  if (cta < own) {
+    w.row = token;
+    w.split = cta;
+  } else {
+    k += cta - own;
+MLAKIT_UNROLL
+    for (int r = 0; r < kMaxPoolTokens; ++r) {  // the splits past ctas_per_token, in (row, split) order
+      const int extra = plan.splits[r] > ctas_per_token ? plan.splits[r] - ctas_per_token : 0;
+      if (w.row < 0 && k < extra) {
+        w.row = r;
+        w.split = ctas_per_token + k;
+      }
+      if (w.row < 0) k -= extra;
+    }
+  }
+MLAKIT_UNROLL
+  for (int r = 0; r < kMaxPoolTokens; ++r)
+    if (r < w.row) w.first_split += plan.splits[r];
+  return w;
+}
+
+// Ints of shared scratch slice_pooled needs: the T rows (topk rounded up to 16 entries), their T
+// valid counts and one sum per warp.
+MLAKIT_HOST_DEVICE constexpr int pooled_scratch_ints(int tokens, int topk, int warps) {
+  return tokens * ((topk + 15) / 16 * 16) + tokens + warps;
 }
 
 }  // namespace mlakit::dsa_ring

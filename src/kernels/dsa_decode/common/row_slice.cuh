@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/gather.cuh"
 #include "kernels/dsa_decode/common/row_ring.h"
 
 namespace mlakit::dsa_ring {
@@ -76,6 +77,160 @@ __device__ RowSlice slice_row(const int32_t* row, int topk, int64_t num_slots, i
     }
   __syncthreads();
   return RowSlice{n, rs.splits, count > 0 ? count : 0};
+}
+
+// Pooled rows (a tiling's b1, T <= kMaxPoolTokens; the rule in row_ring.h): every CTA reads all T
+// rows in one round trip and derives the same plan.
+struct PooledSlice {
+  RowSlice rs;      // of the row this CTA works on (count 0: idle, or an empty row's own CTA 0)
+  int row;          // that row's token (the CTA's own token when it is idle)
+  int split;        // which of the row's splits (ctas_per_token, past any row's own, when idle)
+  int first_split;  // the splits of the rows before it (the compact partial index of split 0)
+};
+
+// All kThreads threads call it. `scratch` holds pooled_scratch_ints(T, topk, kThreads / 32) ints
+// of shared memory that nothing else uses until it returns (the ring, before the first stage).
+// Warp `late_warp` copies nothing and holds no entries (kThreads - 32 threads cover kMaxTopk): it
+// has copies in flight (the caller's Q) that the index rows must not wait for. Ends with a CTA barrier,
+// after which slots[0, count) holds the split's slots and `scratch` may be overwritten by bulk
+// copies (the async proxy).
+template <int kThreads, int kPerThread>
+__device__ PooledSlice slice_pooled(const int32_t* indices, int64_t stride_t, int num_tokens, int topk,
+                                    int64_t num_slots, int token, int cta, int ctas_per_token, int min_rows,
+                                    int late_warp, int32_t* scratch, int32_t* slots) {
+  static_assert(kPerThread == 16, "a thread's entries are four 16-byte chunks");
+  static_assert(kMaxPoolTokens <= 32, "a warp's lanes hold the rows of the plan");
+  constexpr int kWarps = kThreads / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  // The thread's place in row order: every warp but late_warp in order, then late_warp.
+  const int order_warp = warp < late_warp ? warp : warp == late_warp ? kWarps - 1 : warp - 1;
+  const int ti = order_warp * 32 + lane;                  // entries [16 ti, 16 ti + 16) of the row
+  const int active = (topk + kPerThread - 1) / kPerThread;  // threads with entries
+  const int pitch = active * kPerThread;                   // >= topk, a multiple of 4
+  int32_t* counts = scratch + num_tokens * pitch;          // T row counts, then kWarps warp sums
+  // 1. Every row into scratch in row order, all copies in flight at once, the threads of the
+  // rows' entries (ti < active) taking consecutive 16-byte chunks (coalesced); past topk -1.
+  const bool vec = reinterpret_cast<uintptr_t>(indices) % 16 == 0 && stride_t % 4 == 0;
+  const int row_chunks = pitch / 4, copiers = min(active, kThreads - 32);  // never late_warp
+  if (ti < copiers) {
+    const auto fast = [&](int e) { return vec && e + 4 <= topk; };
+    for (int r = 0; r < num_tokens; ++r) {
+      const int32_t* src = indices + r * stride_t;
+      int32_t* dst = scratch + r * pitch;
+#pragma unroll 4
+      for (int e = 4 * ti; e < 4 * row_chunks; e += 4 * copiers) {
+        if (fast(e)) {
+          kernels::cp_async_16(dst + e, src + e, true);
+        } else {
+#pragma unroll 1
+          for (int k = 0; k < 4; ++k) {
+            if (e + k < topk) kernels::cp_async_4(dst + e + k, src + e + k);
+            else dst[e + k] = -1;
+          }
+        }
+      }
+    }
+    kernels::cp_async_commit();
+    kernels::cp_async_wait<0>();
+  }
+  __syncthreads();
+  // Valid: in [0, num_slots) (int32 indices: one unsigned compare against the limit).
+  const uint32_t limit = uint32_t(num_slots < (int64_t(1) << 31) ? num_slots : (int64_t(1) << 31));
+  const auto valid4 = [&](const int4& v) {
+    return int(uint32_t(v.x) < limit) + int(uint32_t(v.y) < limit) + int(uint32_t(v.z) < limit) +
+           int(uint32_t(v.w) < limit);
+  };
+  // 2. Row r's valid count by warp r % kWarps (any order of its entries: the whole int4 array).
+  int32_t* row_n = counts;             // [T]
+  int32_t* warp_sum = counts + num_tokens;  // [kWarps], by order_warp
+  for (int r = warp; r < num_tokens; r += kWarps) {
+    const int4* all = reinterpret_cast<const int4*>(scratch + r * pitch);
+    int mine = 0;
+#pragma unroll 4
+    for (int i = lane; i < 4 * active; i += 32) mine += valid4(all[i]);
+    mine = __reduce_add_sync(0xffffffffu, mine);
+    if (lane == 0) row_n[r] = mine;
+  }
+  __syncthreads();
+  // 3. The plan of row_ring.h (pool_plan, pool_work), lane r holding row r, the same in every warp.
+  const bool is_row = lane < num_tokens;
+  const int n_r = is_row ? row_n[lane] : 0;
+  const int cap = num_tokens * ctas_per_token;
+  int per = ((__reduce_add_sync(0xffffffffu, n_r) + cap - 1) / cap + kStageRows - 1) / kStageRows * kStageRows;
+  if (per < min_rows) per = min_rows;
+  int splits_r;
+  for (;;) {  // ends: once per covers the longest row every row takes one split, T <= cap
+    splits_r = is_row ? (n_r == 0 ? 1 : (n_r + per - 1) / per) : 0;
+    if (__reduce_add_sync(0xffffffffu, splits_r) <= cap) break;
+    per += kStageRows;
+  }
+  const int used_r = min(splits_r, ctas_per_token);
+  const int unused_r = is_row ? ctas_per_token - used_r : 0, extra_r = splits_r - used_r;
+  const auto exclusive = [&](int x) {  // over the lanes (rows) before this one
+    int inclusive = x;
+#pragma unroll
+    for (int d = 1; d < kMaxPoolTokens; d *= 2) {
+      const int up = __shfl_up_sync(0xffffffffu, inclusive, d);
+      if (lane >= d) inclusive += up;
+    }
+    return inclusive - x;
+  };
+  const int splits_before = exclusive(splits_r), unused_before = exclusive(unused_r);
+  const int extra_before = exclusive(extra_r);
+  const int own = __shfl_sync(0xffffffffu, used_r, token);
+  int row = -1, split = 0;
+  if (cta < own) {
+    row = token, split = cta;
+  } else {  // this CTA among the unused ones in (token, split) order takes the k-th split past S
+    const int k = __shfl_sync(0xffffffffu, unused_before, token) + cta - own;
+    const uint32_t hit = __ballot_sync(0xffffffffu, is_row && k >= extra_before && k < extra_before + extra_r);
+    if (hit != 0) row = __ffs(hit) - 1;
+    const int before = __shfl_sync(0xffffffffu, extra_before, row < 0 ? 0 : row);
+    if (row >= 0) split = ctas_per_token + k - before;
+  }
+  const int src = row < 0 ? 0 : row;
+  const int first_split = __shfl_sync(0xffffffffu, splits_before, src);
+  const int work_n = __shfl_sync(0xffffffffu, n_r, src), work_splits = __shfl_sync(0xffffffffu, splits_r, src);
+  // An idle CTA: its own token, a split past the row's (neither works nor writes an empty row).
+  PooledSlice out{RowSlice{0, 1, 0}, row < 0 ? token : row, row < 0 ? ctas_per_token : split, first_split};
+  if (row >= 0) out.rs.n_valid = work_n, out.rs.splits = work_splits;
+  // 4. The split's slots, in row order, densely into `slots` (the same branch for the whole CTA).
+  const bool compact = row >= 0 && work_n > 0;
+  int4 v[kPerThread / 4];
+  int mine = 0, inclusive = 0;
+  if (compact) {
+#pragma unroll
+    for (int c = 0; c < kPerThread / 4; ++c) {
+      v[c] = ti < active ? reinterpret_cast<const int4*>(scratch + row * pitch)[4 * ti + c] : make_int4(-1, -1, -1, -1);
+      mine += valid4(v[c]);
+    }
+    inclusive = mine;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int up = __shfl_up_sync(0xffffffffu, inclusive, d);
+      if (lane >= d) inclusive += up;
+    }
+    if (lane == 31) warp_sum[order_warp] = inclusive;
+  }
+  __syncthreads();
+  if (compact) {
+    const int begin = split * per, count = min(per, work_n - begin);
+    out.rs.count = count;
+    int pos = inclusive - mine;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) pos += w < order_warp ? warp_sum[w] : 0;
+    const auto place = [&](int32_t x) {
+      if (uint32_t(x) < limit) {
+        if (pos >= begin && pos < begin + count) slots[pos - begin] = x;
+        ++pos;
+      }
+    };
+#pragma unroll
+    for (int c = 0; c < kPerThread / 4; ++c) place(v[c].x), place(v[c].y), place(v[c].z), place(v[c].w);
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // these reads before the ring's bulk copies
+  __syncthreads();
+  return out;
 }
 
 }  // namespace mlakit::dsa_ring

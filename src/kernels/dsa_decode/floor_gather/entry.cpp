@@ -19,8 +19,8 @@ constexpr int kDefaultMinRows = 64;
 
 Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
   using dsa_ring::reject;
-  if (t.merge_head_groups != 1 || t.mma != 0 || t.cta_heads != 16 || t.cluster != 0)
-    return reject(t, "the floor does no math and merges nothing: m must be 1, w 0, h 16 and c 0");
+  if (t.merge_head_groups != 1 || t.mma != 0 || t.cta_heads != 16 || t.cluster != 0 || t.pool != 0)
+    return reject(t, "the floor does no math and merges nothing: m must be 1, w 0, h 16, c 0 and b 0");
   if (t.gather < 0 || t.gather > int(Gather::kLdg))
     return reject(t, "g (gather) must be 0 (bulk ckv + cp.async kpe), 1 (bulk), 2 (cp.async) or 3 (register "
                      "loads); got " + std::to_string(t.gather));

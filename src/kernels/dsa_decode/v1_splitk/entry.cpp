@@ -79,8 +79,8 @@ Status check_problem(const DsaProblem& p) {
 
 // Shared memory per CTA and per SM, the instantiation, registers: what one CTA needs of the SM.
 Status check_resources(const DsaTiling& t, const DeviceFacts& dev) {
-  if (t.producers != 1 || t.gather != 0 || t.mma != 0 || t.cta_heads != 16 || t.cluster != 0)
-    return reject(t, "v1_splitk has no producer warps, gather, MMA or merge choices: leave p, g, w, h and c out");
+  if (t.producers != 1 || t.gather != 0 || t.mma != 0 || t.cta_heads != 16 || t.cluster != 0 || t.pool != 0)
+    return reject(t, "v1_splitk has no producer warps, gather, MMA, merge or pooling choices: leave p, g, w, h, c and b out");
   if (t.block_n != kBlockN)
     return reject(t, "v1_splitk tiles 64 slots (one n8 column tile of S per warp); block_n=" +
                          std::to_string(t.block_n));

@@ -58,6 +58,7 @@ Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
     return reject(t, "g (gather) must be 1: each 656-byte row is one bulk copy; got " + std::to_string(t.gather));
   if (t.mma != int(dsa_v2::Mma::kSync)) return reject(t, "w (MMA path) must be 0 (mma.sync); got " + std::to_string(t.mma));
   if (t.cta_heads != 16) return reject(t, "h (heads per CTA) must be 16; got " + std::to_string(t.cta_heads));
+  if (t.pool != 0) return reject(t, "b (pooled rows) must be 0: v2_fp8 keeps each token's CTAs; got " + std::to_string(t.pool));
   if (t.cluster != 0 && t.cluster != 1)
     return reject(t, "c (cluster merge) must be 0 (global memory) or 1 (cluster); got " + std::to_string(t.cluster));
   if (t.cluster == 1 && work != Work::kDecode) return reject(t, "c must be 0 for the gather floor: it merges nothing");

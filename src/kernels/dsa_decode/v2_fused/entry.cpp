@@ -2,8 +2,9 @@
 // problem and device, --explain, and the launch. Tiling fields (DsaTiling): num_splits = CTAs per
 // row (the grid's x), block_n = least slots per split, stages = 32-row ring stages, m = 1 (the
 // merge is in the kernel), p = producer warps, g = gather, w = MMA path, h = heads per CTA (16,
-// 32, or 64: its own kernel, h64.cuh). Sizes come from traits.h and h64_traits.h; the register
-// need from the compiled kernel when a GPU is present (launch.h).
+// 32, or 64: its own kernel, h64.cuh), b = pooled rows (T <= 8, h16 and h32: row_ring.h). Sizes
+// come from traits.h and h64_traits.h; the register need from the compiled kernel when a GPU is
+// present (launch.h).
 #include "kernels/dsa_decode/v2_fused/entry.h"
 
 #include <algorithm>
@@ -29,12 +30,14 @@ constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
 constexpr Pipe kH64Pipe{h64::kStages, h64::kProducers};
 // The default takes h64 from this many T x heads (64 heads from T = 32, 128 from T = 16).
 constexpr int kH64MinTokenHeads = 2048;
+// The default pools the rows (b1) when a token has at most this many CTAs per head group.
+constexpr int kPoolBelowSplits = 4;
 
 // Consumer warpgroups per CTA: one per 16 heads of the tiling's h.
 int wgs_of(const DsaTiling& t) { return t.cta_heads / kHeads; }
 
 Instance instance_of(const DsaTiling& t) {
-  return Instance{Pipe{t.stages, t.producers}, Gather(t.gather), Mma(t.mma), wgs_of(t)};
+  return Instance{Pipe{t.stages, t.producers}, Gather(t.gather), Mma(t.mma), wgs_of(t), t.pool == 1};
 }
 
 // Registers per thread of an instance: the compiled kernel's when the facts are a live device's
@@ -46,9 +49,11 @@ int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
     return wgs == kH64Blocks ? h64::kDocumentedRegisters : documented_registers(mma, wgs, t.producers);
   };
   if (!dev.live) return documented();
-  static std::array<std::atomic<int>, std::size(kPipeChoices) * 3 * 2 + std::size(kWidePipes) + 1> known{};
+  static std::array<std::atomic<int>, std::size(kPipeChoices) * 3 * 2 + std::size(kWidePipes) + 3> known{};
   size_t slot = 0;
-  if (wgs == kH64Blocks) {
+  if (t.pool == 1) {
+    slot = known.size() - 3 + size_t(wgs - 1);  // the two pooled instances
+  } else if (wgs == kH64Blocks) {
     slot = known.size() - 1;
   } else if (wgs == 2) {
     while (kWidePipes[slot].stages != t.stages || kWidePipes[slot].producers != t.producers) ++slot;
@@ -79,6 +84,10 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
     return reject(t, "w (MMA path) must be 0 (mma.sync) or 1 (wgmma); got " + std::to_string(t.mma));
   if (t.cta_heads != 16 && t.cta_heads != 32 && t.cta_heads != h64::kCtaHeads)
     return reject(t, "h (heads per CTA) must be 16, 32 or 64; got " + std::to_string(t.cta_heads));
+  if (t.pool != 0 && t.pool != 1) return reject(t, "b (pooled rows) must be 0 or 1; got " + std::to_string(t.pool));
+  if (t.pool == 1 && !is_pooled_instance(instance_of(t)))
+    return reject(t, "b1 (pooled rows) is compiled with x" + std::to_string(kPooledPipe.stages) + "p" +
+                         std::to_string(kPooledPipe.producers) + ", g0 and w0, for h16 and h32 only");
   const int wgs = wgs_of(t);
   if (wgs == kH64Blocks) {
     if (!is_h64(instance_of(t)))
@@ -112,6 +121,23 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
   return short_of.empty() ? Status::ok() : reject(t, short_of);
 }
 
+// Pooled rows: every CTA copies all T index rows (and T x warps counts) into its ring before the
+// first stage.
+Status check_pool(const DsaProblem& p, const DsaTiling& t) {
+  if (p.num_tokens > dsa_ring::kMaxPoolTokens)
+    return dsa_ring::reject(t, "b1 (pooled rows) reads every row in every CTA: at most " +
+                                   std::to_string(dsa_ring::kMaxPoolTokens) + " tokens; got T=" +
+                                   std::to_string(p.num_tokens));
+  const int warps = kConsumerWarps * wgs_of(t) + t.producers;
+  const size_t need = size_t(dsa_ring::pooled_scratch_ints(p.num_tokens, p.topk, warps)) * sizeof(int32_t);
+  const size_t ring = size_t(t.stages) * kStageBytes;
+  if (need > ring)
+    return dsa_ring::reject(t, "b1 (pooled rows) copies the T=" + std::to_string(p.num_tokens) + " index rows of topk=" +
+                                   std::to_string(p.topk) + " (" + format_kb(need) + ") into the ring of " +
+                                   format_kb(ring) + ", which is too small");
+  return Status::ok();
+}
+
 // The h64 kernel's workspace: v2_fused's, then every CTA's compacted slots.
 h64::Layout h64_layout(const DsaProblem& p, const DsaTiling& t) {
   return h64::workspace_layout(dsa_ring::head_blocks(p), t.num_splits, p.num_tokens,
@@ -136,12 +162,17 @@ class V2Fused final : public DsaKernel {
   // 64 or more, also the wgmma kernel of 64 heads per CTA (h64).
   std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
     std::vector<DsaTiling> out = dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid), int(Gather::kBulk)});
-    if (p.num_heads % 32 != 0) return out;
-    for (DsaTiling t : dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid)},
-                                                   {std::begin(kWidePipes), std::end(kWidePipes)})) {
-      t.cta_heads = 32;
-      out.push_back(t);
-    }
+    if (p.num_heads % 32 == 0)
+      for (DsaTiling t : dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid)},
+                                                     {std::begin(kWidePipes), std::end(kWidePipes)})) {
+        t.cta_heads = 32;
+        out.push_back(t);
+      }
+    // Each of those with pooled rows too where a batch has rows to pool.
+    if (p.num_tokens >= 2 && p.num_tokens <= dsa_ring::kMaxPoolTokens)
+      for (size_t i = 0, n = out.size(); i < n; ++i)
+        if (DsaTiling t = out[i]; (t.pool = 1, is_pooled_instance(instance_of(t))) && check_pool(p, t).is_ok())
+          out.push_back(t);
     if (p.num_heads % h64::kCtaHeads != 0) return out;
     for (DsaTiling t : dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kCpAsync)}, {kH64Pipe})) {
       t.mma = int(Mma::kWgmma);
@@ -168,6 +199,10 @@ class V2Fused final : public DsaKernel {
                 kDefaultMinRows,
                 kDefaultPipe.stages, 1, kDefaultPipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
     t.cta_heads = cta_heads;
+    // Pooled rows where a row's own CTAs are at most kPoolBelowSplits (128 heads at T = 5..8 on
+    // the H200: a full row takes 8 tiles per CTA); with more the prologue that reads every row
+    // costs more than the long row saves (the devlog's step 17).
+    t.pool = p.num_tokens >= 2 && t.num_splits <= kPoolBelowSplits && check_pool(p, t).is_ok() ? 1 : 0;
     return t;
   }
 
@@ -178,13 +213,14 @@ class V2Fused final : public DsaKernel {
       return dsa_ring::reject(t, "h (heads per CTA) must divide num_heads=" + std::to_string(p.num_heads) + "; got " +
                                      std::to_string(t.cta_heads));
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_counted_blocks(p, t));
+    if (t.pool == 1) MLAKIT_RETURN_IF_ERROR(check_pool(p, t));
     return dsa_ring::check_split(p, t, dev, kMaxSplits, /*co_resident=*/true, kCtasPerSm,
                                  dsa_ring::head_groups(p, t.cta_heads));
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
     if (t.cta_heads == h64::kCtaHeads) return h64_layout(p, t).bytes;
-    return workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes;
+    return workspace_layout(dsa_ring::head_blocks(p), t.num_splits, t.pool == 1).bytes;
   }
 
   std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
@@ -195,7 +231,10 @@ class V2Fused final : public DsaKernel {
                   "warps, %s shared memory (%d stages of %d rows), %s gather, %s; workspace %s",
                   info().key.c_str(), t.name().c_str(), t.num_splits * dsa_ring::head_groups(p, t.cta_heads),
                   p.num_tokens, dsa_ring::heads_note(p, t.cta_heads).c_str(),
-                  t.num_splits > 1 ? ", cooperative: split rows merge in-kernel" : "", kConsumerWarps * wgs_of(t),
+                  t.pool == 1       ? ", cooperative: rows pooled over the whole grid, split rows merge in-kernel"
+                  : t.num_splits > 1 ? ", cooperative: split rows merge in-kernel"
+                                     : "",
+                  kConsumerWarps * wgs_of(t),
                   t.producers, format_kb(wide ? h64::kSmemBytes : smem_bytes(t.stages, wgs_of(t))).c_str(), t.stages,
                   kStageRows,
                   t.gather == 0 ? "bulk ckv + cp.async kpe"
@@ -215,7 +254,7 @@ class V2Fused final : public DsaKernel {
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     a.head_groups = dsa_ring::head_groups(p, t.cta_heads);
     auto* base = static_cast<char*>(workspace);
-    WorkspaceLayout w = workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
+    WorkspaceLayout w = workspace_layout(dsa_ring::head_blocks(p), t.num_splits, t.pool == 1);
     if (t.cta_heads == h64::kCtaHeads) {
       const h64::Layout wide = h64_layout(p, t);
       w = wide.base;

@@ -8,6 +8,10 @@
 //   split are neighbours in the grid, so they run together and all but the first read the split's
 //   rows from L2. Output, lse and partials are per 16-head block hb = t x H / 16 + h / 16; the
 //   counters per CTA group (t x head_groups + g).
+//   Pooled (a tiling's b1, T <= 8): every CTA reads all T rows instead, and the splits of a long
+//   row may go to the CTAs the short rows of other tokens leave (common/row_ring.h); a CTA then
+//   computes heads of its group for that row, loads that token's Q, and keeps its partial at the
+//   row's compact split index.
 //   warps 0-3 (0-7: two warpgroups, 16 heads each): consumers (consumer_mma.cuh): QK, online
 //   softmax, PV on 64-slot tiles.
 //   the warps after them: producers (common/gather_ring.cuh): Q, then the split's rows, stage by
@@ -70,6 +74,19 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
 // (t x head_groups + group) x Wgs + warpgroup): the output rows [16 hb, 16 hb + 16) of [T x H, 512]
 // (contiguous) and the block's partials.
 
+// Where the partials of one block's splits sit in part_o / part_ml: split j's 16 rows start at row
+// first + j x stride. Without pooling [hb][max_splits][16]; pooled (row_slice.cuh) [compact split]
+// [blocks of the token][16], the compact split of a row's split j being first_split + j.
+struct SplitRows {
+  int64_t first, stride;
+};
+template <bool Pooled>
+__device__ __forceinline__ SplitRows split_rows(const Params& p, int hb, int first_split, int block_in_token,
+                                                int blocks_per_token) {
+  if constexpr (!Pooled) return {int64_t(hb) * p.max_splits * kHeads, kHeads};
+  return {(int64_t(first_split) * blocks_per_token + block_in_token) * kHeads, int64_t(blocks_per_token) * kHeads};
+}
+
 // Output 0 and lse -inf for a token without a valid slot (all threads of the CTA).
 __device__ inline void store_empty(const Params& p, int hb) {
   auto* out = reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + int64_t(hb) * kHeads * kDimV);
@@ -97,10 +114,10 @@ __device__ inline void store_output(const Params& p, int hb, const RowState& st,
 }
 
 // Several splits: the unnormalised partial (O, m, l) of split s (consumer threads).
-__device__ inline void store_partial(const Params& p, int hb, int split, const RowState& st,
+__device__ inline void store_partial(const Params& p, SplitRows rows, int split, const RowState& st,
                               const float (&l_total)[2], const float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4;
-  const int64_t row0 = (int64_t(hb) * p.max_splits + split) * kHeads;
+  const int64_t row0 = rows.first + split * rows.stride;
   const int col = warp * kDimsPerWarp + 2 * (lane % 4);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -133,8 +150,8 @@ __device__ void store_output_staged(const Params& p, Smem& s, const Part& part, 
     p.io.lse[hb * kHeads + threadIdx.x] = part.head_m[threadIdx.x] + log2f(part.head_l[threadIdx.x]);
 }
 template <class Smem, class Part>
-__device__ void store_partial_staged(const Params& p, Smem& s, const Part& part, int hb, int split) {
-  const int64_t row0 = (int64_t(hb) * p.max_splits + split) * kHeads;
+__device__ void store_partial_staged(const Params& p, Smem& s, const Part& part, SplitRows rows, int split) {
+  const int64_t row0 = rows.first + split * rows.stride;
   const auto* o = reinterpret_cast<const float4*>(&s.ring[0][0]);
   auto* dst = reinterpret_cast<float4*>(p.part_o + row0 * kDimV);
   for (int i = threadIdx.x; i < kHeads * kDimV / 4; i += kConsumerThreads) dst[i] = o[i];
@@ -183,10 +200,10 @@ __device__ __forceinline__ void store_chunk(const Params& p, const ChunkMerge& m
 }
 
 // Threads [0, threads) take part.
-__device__ inline void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
+__device__ inline void merge_splits(const Params& p, SplitRows rows, int hb, int split, int splits, int threads) {
   constexpr int kChunks = kHeads * kDimV / 8;
-  const float2* ml = p.part_ml + int64_t(hb) * p.max_splits * kHeads;
-  const float* part = p.part_o + int64_t(hb) * p.max_splits * kHeads * kDimV;
+  const float2* ml = p.part_ml + rows.first;
+  const float* part = p.part_o + rows.first * kDimV;
   const int end = (split + 1) * kChunks / splits;
   for (int c = split * kChunks / splits + threadIdx.x; c < end; c += threads) {
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
@@ -197,10 +214,11 @@ __device__ inline void merge_splits(const Params& p, int hb, int split, int spli
 #pragma unroll
       for (int u = 0; u < kMergeBatch; ++u) {  // all loads of the batch first
         const bool in = j0 + u < splits;
-        const float4* src = reinterpret_cast<const float4*>(part + ((j0 + u) * kHeads + h) * kDimV + d0);
+        const int64_t row = (j0 + u) * rows.stride + h;
+        const float4* src = reinterpret_cast<const float4*>(part + row * kDimV + d0);
         a[u] = in ? src[0] : float4{};
         b[u] = in ? src[1] : float4{};
-        v[u] = in ? ml[(j0 + u) * kHeads + h] : float2{};
+        v[u] = in ? ml[row] : float2{};
       }
 #pragma unroll
       for (int u = 0; u < kMergeBatch; ++u) m.add(v[u].x, v[u].y, a[u], b[u]);  // l = 0 past the splits
@@ -208,11 +226,16 @@ __device__ inline void merge_splits(const Params& p, int hb, int split, int spli
     store_chunk(p, m, hb, h, d0);
   }
 }
+// Partials per block (no pooling): h64 and v2_fp8.
+__device__ inline void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
+  merge_splits(p, SplitRows{int64_t(hb) * p.max_splits * kHeads, kHeads}, hb, split, splits, threads);
+}
 
 // A consumer warpgroup's part of one split (either MMA path; wgmma with one warpgroup): its 16
 // heads over the tiles, then the result stored directly (one split) or as a partial (several).
 template <Mma M, int Stages, class Smem>
-__device__ void consume_and_store(const Params& p, Smem& s, WgPart& part, int hb, int split, const RowSlice& rs) {
+__device__ void consume_and_store(const Params& p, Smem& s, WgPart& part, int hb, SplitRows rows, int split,
+                                  const RowSlice& rs) {
   if constexpr (M == Mma::kWgmma) {
     HeadState st;
     float o[kOBlocks][8] = {};
@@ -220,7 +243,7 @@ __device__ void consume_and_store(const Params& p, Smem& s, WgPart& part, int hb
     reduce_heads(part, st);
     stage_output(s, o);
     if (rs.splits == 1) store_output_staged(p, s, part, hb);
-    else store_partial_staged(p, s, part, hb, split);
+    else store_partial_staged(p, s, part, rows, split);
   } else {
     RowState st;
     float o[kOTiles][4] = {};
@@ -228,32 +251,46 @@ __device__ void consume_and_store(const Params& p, Smem& s, WgPart& part, int hb
     consume_rows<Stages>(s, part, rs.count, p.scale_log2, st, o);
     reduce_row_sums(part, st, l_total);
     if (rs.splits == 1) store_output(p, hb, st, l_total, o);
-    else store_partial(p, hb, split, st, l_total, o);
+    else store_partial(p, rows, split, st, l_total, o);
   }
 }
 
 // grid (max_splits x head_groups, T); Wgs consumer warpgroups of 16 heads each share the CTA's
-// gathered tiles (head_groups = H / (16 Wgs)).
-template <Gather G, Mma M, int Stages, int Producers, int Wgs>
+// gathered tiles (head_groups = H / (16 Wgs)). Pooled: the rows of all T <= kMaxPoolTokens tokens
+// share the grid's CTAs (row_ring.h).
+template <Gather G, Mma M, int Stages, int Producers, int Wgs, bool Pooled = false>
 __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
     dsa_v2_kernel(const __grid_constant__ Params p) {
   static_assert(Wgs == 1 || M == Mma::kSync, "the wgmma path stages its output in the ring: one warpgroup");
   extern __shared__ __align__(128) uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SmemPlan<Stages, Wgs>*>(smem_raw);
-  const int split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
-  const int block = t * p.head_groups + group;  // this CTA's heads: 16-head blocks [Wgs block, + Wgs)
+  const int own_split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
   const int warp = threadIdx.x / 32;
   const bool producer = warp >= kConsumerWarps * Wgs;
   const bool q_loader = warp == kConsumerWarps * Wgs;
-  init_barriers<G, Wgs>(s);  // ordered before first use by slice_row's barriers
+  init_barriers<G, Wgs>(s);  // ordered before first use by the slice's barriers
   if (q_loader)
     for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], t, (group * Wgs + w) * kHeads);
 
-  const RowSlice rs = slice_row<kThreadsFor<Producers, Wgs>, kIdxPerThread>(
-      p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, split, p.max_splits, p.min_rows, s.slots,
-      s.warp_count);
+  // The row this CTA works on: its own token's (split own_split), or with pooled rows possibly
+  // another token's (row_slice.cuh); the heads are the CTA's group either way.
+  RowSlice rs;
+  int row = t, split = own_split, first_split = 0;
+  if constexpr (Pooled) {
+    const PooledSlice ps = slice_pooled<kThreadsFor<Producers, Wgs>, kIdxPerThread>(
+        p.io.sparse_indices, p.io.indices_stride_t, p.num_tokens, p.topk, p.num_slots, t, own_split, p.max_splits,
+        p.min_rows, kConsumerWarps * Wgs, reinterpret_cast<int32_t*>(&s.ring[0][0]), s.slots);
+    rs = ps.rs, row = ps.row, split = ps.split, first_split = ps.first_split;
+  } else {
+    rs = slice_row<kThreadsFor<Producers, Wgs>, kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk,
+                                                               p.num_slots, split, p.max_splits, p.min_rows, s.slots,
+                                                               s.warp_count);
+  }
+  const int block = row * p.head_groups + group;  // this CTA's heads: 16-head blocks [Wgs block, + Wgs)
   const bool works = split < rs.splits && rs.n_valid > 0;
   if (q_loader) {  // no copy may land in the smem of a finished CTA
+    if (works && row != t)  // a pooled CTA on another token's row (its own Q has landed: slice_pooled waited)
+      for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], row, (group * Wgs + w) * kHeads);
     if (works) cp_async_arrive_on(&s.q_full);
     else cp_async_wait<0>();
   }
@@ -262,12 +299,21 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
       for (int w = 0; w < Wgs; ++w) store_empty(p, block * Wgs + w);
     return;
   }
-  if (producer) produce<G, Stages, Producers>(p, s, rs.count, warp - kConsumerWarps * Wgs);
-  else consume_and_store<M, Stages>(p, s, s.wg[consumer_wg()], block * Wgs + consumer_wg(), split, rs);
+  const int blocks_per_token = p.head_groups * Wgs;
+  if (producer) {
+    produce<G, Stages, Producers>(p, s, rs.count, warp - kConsumerWarps * Wgs);
+  } else {
+    const int w = consumer_wg();
+    consume_and_store<M, Stages>(p, s, s.wg[w], block * Wgs + w,
+                                 split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token), split,
+                                 rs);
+  }
   if (rs.splits == 1) return;
   uint32_t* counters = p.counters + 2 * block;
   wait_for_row(&counters[0], rs.splits);
-  for (int w = 0; w < Wgs; ++w) merge_splits(p, block * Wgs + w, split, rs.splits, blockDim.x);
+  for (int w = 0; w < Wgs; ++w)
+    merge_splits(p, split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token), block * Wgs + w,
+                 split, rs.splits, blockDim.x);
   leave_row(counters, rs.splits);
 }
 

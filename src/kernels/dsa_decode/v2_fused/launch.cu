@@ -12,12 +12,13 @@
 namespace mlakit::dsa_v2 {
 namespace {
 
-template <Gather G, Mma M, int Stages, int Producers, int Wgs>
+template <Gather G, Mma M, int Stages, int Producers, int Wgs, bool Pooled = false>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
-  // Cooperative when a row may split: its CTAs wait for each other to merge.
-  return kernels::launch_with_smem<dsa_v2_kernel<G, M, Stages, Producers, Wgs>>(
+  // Cooperative when a row may split (over its own CTAs or, pooled, other tokens' too): its CTAs
+  // wait for each other to merge.
+  return kernels::launch_with_smem<dsa_v2_kernel<G, M, Stages, Producers, Wgs, Pooled>>(
       params, dim3(params.max_splits * params.head_groups, params.num_tokens), dim3(kThreadsFor<Producers, Wgs>),
-      int(sizeof(SmemPlan<Stages, Wgs>)), params.max_splits > 1, stream);
+      int(sizeof(SmemPlan<Stages, Wgs>)), params.max_splits > 1 || Pooled, stream);
 }
 
 // Calls f.template operator()<G, M, Stages, Producers, Wgs>() for the compiled instance of `pipes`,
@@ -57,6 +58,12 @@ cudaError_t with_instance(const Instance& in, F&& f) {
 
 cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream) {
   if (instance.wgs == kH64Blocks) return is_h64(instance) ? launch_h64(params, stream) : cudaErrorInvalidValue;
+  if (instance.pooled) {
+    if (!is_pooled_instance(instance)) return cudaErrorInvalidValue;
+    constexpr Pipe kP = kPooledPipe;
+    return instance.wgs == 2 ? launch_one<Gather::kHybrid, Mma::kSync, kP.stages, kP.producers, 2, true>(params, stream)
+                             : launch_one<Gather::kHybrid, Mma::kSync, kP.stages, kP.producers, 1, true>(params, stream);
+  }
   return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers, int Wgs>() {
     return launch_one<G, M, Stages, Producers, Wgs>(params, stream);
   });
@@ -65,6 +72,13 @@ cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream)
 cudaError_t kernel_attributes(Instance instance, cudaFuncAttributes* attr) {
   *attr = {};
   if (instance.wgs == kH64Blocks) return is_h64(instance) ? kernel_attributes_h64(attr) : cudaErrorInvalidValue;
+  if (instance.pooled) {
+    if (!is_pooled_instance(instance)) return cudaErrorInvalidValue;
+    constexpr Pipe kP = kPooledPipe;
+    return instance.wgs == 2
+               ? cudaFuncGetAttributes(attr, dsa_v2_kernel<Gather::kHybrid, Mma::kSync, kP.stages, kP.producers, 2, true>)
+               : cudaFuncGetAttributes(attr, dsa_v2_kernel<Gather::kHybrid, Mma::kSync, kP.stages, kP.producers, 1, true>);
+  }
   return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers, int Wgs>() {
     return cudaFuncGetAttributes(attr, dsa_v2_kernel<G, M, Stages, Producers, Wgs>);
   });

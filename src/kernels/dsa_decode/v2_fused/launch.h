@@ -11,13 +11,20 @@ namespace mlakit::dsa_v2 {
 
 // The compiled kernel of one instantiation: (pipe, gather, mma) with pipe in kPipeChoices and
 // gather not kLdg, one consumer warpgroup; or two (32 heads per CTA) with pipe in kWidePipes, the
-// hybrid gather and mma.sync.
+// hybrid gather and mma.sync. Pooled rows (row_ring.h) are compiled for kPooledPipe, the hybrid
+// gather and mma.sync, with one or two consumer warpgroups.
 struct Instance {
   Pipe pipe;
   Gather gather;
   Mma mma;
   int wgs = 1;
+  bool pooled = false;
 };
+constexpr Pipe kPooledPipe = {4, 2};
+constexpr bool is_pooled_instance(const Instance& in) {
+  return in.pooled && in.pipe.stages == kPooledPipe.stages && in.pipe.producers == kPooledPipe.producers &&
+         in.gather == Gather::kHybrid && in.mma == Mma::kSync && (in.wgs == 1 || in.wgs == 2);
+}
 
 // The `wgs` (blocks of 16 heads per CTA) that marks the 64-heads-per-CTA kernel (h64.cuh), whose
 // only instance is Instance{{4, 4}, kCpAsync, kWgmma, 4}.

@@ -132,14 +132,16 @@ constexpr int documented_registers(Mma mma, int wgs = 1, int producers = 1) {
 }
 
 // Workspace (common/workspace.h): the op's counter region, then (m, l) and O partials of every
-// block of 16 heads (T x head_groups of them); nothing without splits. The counters must be zero
-// before the first call (the kernel leaves them zero).
+// block of 16 heads (T x head_groups of them); nothing when no row can split (one CTA per row and
+// no pooling). The counters must be zero before the first call (the kernel leaves them zero).
+// Pooled rows keep the same T x max_splits partials per block of a token, numbered by compact
+// split (row_slice.cuh), so the layout is the same.
 struct WorkspaceLayout {
   size_t counters = 0, part_ml = 0, part_o = 0, bytes = 0;
 };
-inline WorkspaceLayout workspace_layout(int head_blocks, int max_splits) {
+inline WorkspaceLayout workspace_layout(int head_blocks, int max_splits, bool pooled = false) {
   WorkspaceLayout w;
-  if (max_splits <= 1) return w;
+  if (max_splits <= 1 && !pooled) return w;
   const auto align = [](size_t b) { return (b + 255) / 256 * 256; };
   const size_t rows = size_t(head_blocks) * max_splits * kHeads;
   w.counters = 0;
