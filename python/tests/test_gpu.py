@@ -61,18 +61,16 @@ def test_strided_views_the_contract_allows(torch, gpu):
     check(torch, (q_nope, q_pe, ckv, kpe, idx), out, lse)
 
 
-def test_index_rows_at_any_alignment(torch, gpu):
-    """Index rows that are not 16-byte aligned (a row stride that is not a multiple of 4 entries,
-    a column slice that starts inside a 16-byte chunk): each CTA's own row (16 heads) and, at 128
-    heads and T = 5..8 where the default pools the rows, every row in every CTA; the loads and
-    copies fall back to 4 bytes and stay exact."""
-    for T, heads, width, start, valid in ((5, 128, 2049, 0, [2048, 3, 0, 700, 64]),
-                                          (8, 128, 2051, 1, [9, 2048, 1, 212, 11, 25, 0, 50]),
-                                          (2, 16, 2050, 3, [2048, 29])):
-        inputs = make_inputs(torch, T, num_pages=128, device=gpu, seed=60 + T, valid=valid, heads=heads)
-        wide = torch.full((T, width + start), -1, dtype=torch.int32, device=gpu)
-        wide[:, start:start + 2048] = inputs[4]
-        out, lse = mlakit.dsa_sparse_attention(*inputs[:4], wide[:, start:start + 2048], CONTEST_SM_SCALE)
+def test_pooled_rows_read_index_views_and_any_topk(torch, gpu):
+    """At 128 heads and T = 5..8 the default pools the rows: every CTA copies every index row. The
+    rows as a column slice of a wider buffer (a row stride past topk), and a topk that is not a
+    multiple of 4 (each row's copies end in 4-byte ones, then -1)."""
+    for T, topk, valid in ((5, 2048, [2048, 3, 0, 700, 64]), (8, 2047, [9, 2047, 1, 212, 11, 25, 0, 50])):
+        assert mlakit.plan_info(T, 128, topk=topk, device=gpu.index, num_heads=128)["tiling"].endswith("b1")
+        inputs = make_inputs(torch, T, num_pages=128, topk=topk, device=gpu, seed=60 + T, valid=valid, heads=128)
+        wide = torch.full((T, 4096), -1, dtype=torch.int32, device=gpu)
+        wide[:, :topk] = inputs[4]
+        out, lse = mlakit.dsa_sparse_attention(*inputs[:4], wide[:, :topk], CONTEST_SM_SCALE)
         check(torch, inputs, out, lse)
 
 
