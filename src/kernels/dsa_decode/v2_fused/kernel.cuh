@@ -289,8 +289,13 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   const int block = row * p.head_groups + group;  // this CTA's heads: 16-head blocks [Wgs block, + Wgs)
   const bool works = split < rs.splits && rs.n_valid > 0;
   if (q_loader) {  // no copy may land in the smem of a finished CTA
-    if (works && row != t)  // a pooled CTA on another token's row (its own Q has landed: slice_pooled waited)
+    if (works && row != t) {  // a pooled CTA on another token's row: its Q replaces the own token's
+      // cp.async copies of one thread are not ordered among themselves: the own token's must have
+      // landed before the same bytes are copied again (the slice's copies never waited for them:
+      // this warp copies no index row). Found by racecheck on the binding's pooled graph test.
+      cp_async_wait<0>();
       for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], row, (group * Wgs + w) * kHeads);
+    }
     if (works) cp_async_arrive_on(&s.q_full);
     else cp_async_wait<0>();
   }
