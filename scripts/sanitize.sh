@@ -67,10 +67,13 @@ shapes=(
   "$V2 --t 2 --topk 256 --num-pages 64 --valid 0 --heads 128 --tiling s2n64x4m1p2h32"
   # pooled rows (b1: every CTA plans all rows): split rows over their own CTAs merged at compact
   # partial indices, idle CTAs, a top-k that is not a multiple of 4 (4-byte copies, -1 past it),
-  # 32 heads per CTA at 128 heads (donated CTAs: the binding's graph test below)
+  # 32 heads per CTA at 128 heads; one long row among short ones (--mixed): CTAs that short rows
+  # leave donated to the long row (its Q copied over their own token's)
   "$V2 --t 6 --topk 512 --num-pages 64 --valid 300 --tiling s4n32x4m1p2b1"
   "$V2 --t 3 --topk 509 --num-pages 64 --valid 200 --tiling s2n64x4m1p2b1"
   "$V2 --t 5 --topk 1024 --num-pages 64 --valid 700 --heads 128 --tiling s4n64x4m1p2h32b1"
+  "$V2 --t 6 --topk 512 --num-pages 64 --valid 500 --mixed --tiling s4n32x4m1p2b1"
+  "$V2 --t 7 --topk 2048 --num-pages 128 --valid 2000 --mixed --heads 128 --tiling s4n64x4m1p2h32b1"
   # 64 heads per CTA (wgmma, heads = M): split and merged with one-stage tiles, one CTA walking
   # many stages (every ring buffer refilled), empty rows, two head groups per split
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 64 --tiling s4n32x4m1p4g2w1h64"

@@ -287,6 +287,17 @@ TEST(MakeWorkload, FullRowsAndErrors) {
   EXPECT_EQ(make_dsa_workload(p, 1, 9, &w).code(), Code::kInvalidArgument);
 }
 
+TEST(MakeWorkload, MixedRowsHalveFromOneLongRow) {
+  DsaProblem p;
+  p.num_tokens = 8;
+  p.num_pages = 2000;
+  DsaWorkload w;
+  ASSERT_TRUE(make_dsa_workload(p, 300, 9, &w, /*mixed=*/true).is_ok());
+  EXPECT_EQ(valid_per_row(w), (std::vector<int>{300, 150, 75, 37, 18, 9, 300, 150}));
+  for (int t = 0; t < 8; ++t) check_topk_row(w, t, 300 >> (t % 6));
+  EXPECT_NE(w.name.find("-mixed"), std::string::npos) << w.name;
+}
+
 TEST(MakeWorkload, PageSize1ClustersOn64SlotRuns) {
   DsaProblem p;
   p.num_tokens = 2;

@@ -167,6 +167,7 @@ const std::vector<ShapeOption>& DsaBench::shape_options() {
       {"topk", 1, 1 << 20, false, "columns of sparse_indices, default 2048"},
       {"num-pages", 1, 1 << 24, false, "pages of the cache, default enough for distinct pages per row"},
       {"valid", 0, 1 << 20, false, "valid leading entries per row, default topk"},
+      {"mixed", 0, 1, false, "row t takes valid >> (t % 6) entries: one long row among shorter ones", true},
       // On verify, bench and tune it picks a suite's head-count flavour: dsa-serving-h64.
       {"heads", 1, 128, false, "query heads: 16 (default), 32, 64 or 128", false, {}, true, "h", 16},
       // Choice i is DsaKv(i); on verify, bench and tune it picks a suite's FP8 flavour.
@@ -252,7 +253,8 @@ Status DsaBench::make_shape(const ShapeArgs& args, uint64_t seed, DsaWorkload* o
                                              heads->second != 64 && heads->second != 128)
     return Status::invalid_argument("--heads: expected one of 16, 32, 64, 128, got " + std::to_string(heads->second));
   const auto it = args.find("valid");
-  return make_dsa_workload(shape_problem(args), it == args.end() ? -1 : int(it->second), seed, out);
+  return make_dsa_workload(shape_problem(args), it == args.end() ? -1 : int(it->second), seed, out,
+                           args.count("mixed") != 0 && args.at("mixed") != 0);
 }
 
 WorkloadInfo DsaBench::describe(const DsaWorkload& w) {

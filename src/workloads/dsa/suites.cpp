@@ -118,7 +118,7 @@ Status make_dsa_suite(const std::string& name, uint64_t seed, DsaSuite* out) {
   return Status::ok();
 }
 
-Status make_dsa_workload(const DsaProblem& problem, int valid, uint64_t seed, DsaWorkload* out) {
+Status make_dsa_workload(const DsaProblem& problem, int valid, uint64_t seed, DsaWorkload* out, bool mixed) {
   if (out == nullptr) return Status::invalid_argument("make_dsa_workload: out is null");
   MLAKIT_RETURN_IF_ERROR(problem.validate());
   if (valid < 0) valid = problem.topk;
@@ -130,10 +130,13 @@ Status make_dsa_workload(const DsaProblem& problem, int valid, uint64_t seed, Ds
                                     " slots (num_pages * page_size), got " + std::to_string(valid));
   const std::string name = "synthetic-T" + std::to_string(problem.num_tokens) + "-ps" +
                            std::to_string(problem.page_size) + "-topk" + std::to_string(problem.topk) +
-                           "-v" + std::to_string(valid) + dsa_heads_suffix(problem.num_heads);
+                           "-v" + std::to_string(valid) + (mixed ? "-mixed" : "") +
+                           dsa_heads_suffix(problem.num_heads);
   DsaWorkload w = synth::blank_workload(name, problem);
-  MLAKIT_RETURN_IF_ERROR(synth::synthesize_rows(&w, std::vector<int>(size_t(problem.num_tokens), valid),
-                                                synth::RowShape::kTopk, seed));
+  std::vector<int> counts(size_t(problem.num_tokens), valid);
+  if (mixed)
+    for (size_t t = 0; t < counts.size(); ++t) counts[t] = valid >> (t % 6);
+  MLAKIT_RETURN_IF_ERROR(synth::synthesize_rows(&w, counts, synth::RowShape::kTopk, seed));
   *out = std::move(w);
   return Status::ok();
 }

@@ -51,8 +51,10 @@ std::string dsa_heads_suffix(int heads);
 Status make_dsa_suite(const std::string& name, uint64_t seed, DsaSuite* out);
 
 // One synthetic workload for `mlakit run`: every row `valid` leading top-k picks clustered by
-// page (valid < 0: topk), the rest -1. Fails when valid > topk or valid > num_slots.
-Status make_dsa_workload(const DsaProblem& problem, int valid, uint64_t seed, DsaWorkload* out);
+// page (valid < 0: topk), the rest -1; `mixed`: row t takes valid >> (t % 6) picks instead (one
+// long row among shorter ones, the shape that pooled rows share CTAs in). Fails when valid > topk
+// or valid > num_slots.
+Status make_dsa_workload(const DsaProblem& problem, int valid, uint64_t seed, DsaWorkload* out, bool mixed = false);
 
 // Counts of valid entries (0 <= idx < num_slots) per row.
 std::vector<int> valid_per_row(const DsaWorkload& w);
