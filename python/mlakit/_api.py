@@ -73,7 +73,7 @@ def dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_
     """DeepSeek-V3.2 sparse attention decode over the slots ``sparse_indices`` selects.
 
     Args:
-        q_nope: bf16 [T, H, 512] latent query (H = 16: the registered kernels run 16 heads); token and head strides
+        q_nope: bf16 [T, H, 512] latent query (H = 16, 32, 64 or 128); token and head strides
             may be any multiple of 8 elements, the last dimension contiguous.
         q_pe: bf16 [T, H, 64] rope query, same layout rules.
         ckv_cache: bf16 [num_pages, page_size, 512] latent cache (K and V); slots evenly spaced
@@ -117,7 +117,7 @@ def dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, *
     values, 4 fp32 scales, 64 bf16 rope values; see ``quantize_dsa_fp8``).
 
     Args:
-        q_nope: bf16 [T, H, 512] latent query (H = 16), layout rules as for
+        q_nope: bf16 [T, H, 512] latent query (H = 16, 32, 64 or 128), layout rules as for
             ``dsa_sparse_attention``.
         q_pe: bf16 [T, H, 64] rope query, same rules.
         kv_cache: uint8 or float8_e4m3fn [num_pages, page_size, 656], or FlashMLA's
