@@ -525,6 +525,16 @@ TEST(Cli, DevicesPrintsTheTable) {
     EXPECT_NE(r.output.find(chip), std::string::npos) << chip << "\n" << r.output;
 }
 
+TEST(Cli, MixedRowsAreADsaShapeFlag) {
+  // One long row among shorter ones: row t holds valid >> (t % 6) slots (T = 3: 40 + 20 + 10).
+  const Result r = cli("run --t 3 --topk 256 --num-pages 64 --valid 40 --mixed --check --no-time");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("synthetic-T3-ps64-topk256-v40-mixed"), std::string::npos) << r.output;
+  const bool gpu = r.output.find("GPU kernels skipped") == std::string::npos;
+  if (!gpu) EXPECT_NE(r.output.find("   70 "), std::string::npos) << r.output;  // the slots column
+  expect_usage_error("run --t 3 --mixed=2", "--mixed takes no value");
+}
+
 TEST(Cli, RunOneSmallShape) {
   // On a GPU machine this verifies and times the kernel; elsewhere it runs the CPU reference.
   const Result r = cli("run --t 2 --topk 256 --num-pages 64 --check --iters 3 --warmup 1");
