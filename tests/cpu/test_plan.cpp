@@ -270,9 +270,9 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   EXPECT_EQ(v2.default_tiling(contest(128), h200).name(), "s1n64x4m1p2");
   for (const DsaTiling& t : v2.search_space(contest(8)))
     EXPECT_TRUE(t.merge_head_groups == 1 && t.mma == 0) << t.name();
-  // Pooled rows (b1): the default where a token has at most 4 CTAs per head group and T <= 8 (128
-  // heads at T = 5..8 on the H200), never at T = 1 or with h64; every CTA copies the T index rows
-  // into its ring, which must hold them.
+  // Pooled rows (b1): the default where a token has at most 4 CTAs per head group, a full row gives
+  // each more than 256 slots and T <= 8 (128 heads at T = 5..8 on the H200, top-k 2048), never at
+  // T = 1 or with h64; every CTA copies the T index rows into its ring, which must hold them.
   EXPECT_EQ(v2.default_tiling(contest(2), h200).name(), "s32n64x4m1p2");
   EXPECT_EQ(v2.default_tiling(contest(8), h200).name(), "s16n64x4m1p2");
   EXPECT_EQ(why(contest(8), "s16n64x4m1p2b1"), "ok");
@@ -288,6 +288,16 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s8n64x4m1p2h32");
   wide.num_tokens = 5;
   EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s4n64x4m1p2h32b1");
+  wide.topk = 256;  // a full row takes one tile on each of its own CTAs: nothing to pool
+  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s4n64x4m1p2h32");
+  DsaProblem short_rows = contest(3);
+  short_rows.topk = 256;
+  EXPECT_EQ(v2.default_tiling(short_rows, h200).name(), "s4n64x4m1p2");
+  wide.topk = 2047;  // 512 slots per CTA less one: pooled
+  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s4n64x4m1p2h32b1");
+  wide.topk = 1024;  // 256 slots per CTA: not
+  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s4n64x4m1p2h32");
+  wide.topk = 2048;
   wide.num_tokens = 8;
   wide.num_heads = 64;
   EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s8n64x4m1p2h32");

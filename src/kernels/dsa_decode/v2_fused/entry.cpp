@@ -30,8 +30,13 @@ constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
 constexpr Pipe kH64Pipe{h64::kStages, h64::kProducers};
 // The default takes h64 from this many T x heads (64 heads from T = 32, 128 from T = 16).
 constexpr int kH64MinTokenHeads = 2048;
-// The default pools the rows (b1) when a token has at most this many CTAs per head group.
+// The default pools the rows (b1) when a token has at most this many CTAs per head group and a
+// full row would give each of them more than this many slots (4 tiles): pooling was measured to
+// win at 8 tiles per CTA (128 heads at T = 5..8, top-k 2048) and to lose at 4 with 8 CTAs per
+// token (64 heads). A row that fits its own CTAs at one tile each (a short top-k) has nothing to
+// gain and would pay the prologue.
 constexpr int kPoolBelowSplits = 4;
+constexpr int kPoolMinSlotsPerCta = 256;
 
 // Consumer warpgroups per CTA: one per 16 heads of the tiling's h.
 int wgs_of(const DsaTiling& t) { return t.cta_heads / kHeads; }
@@ -199,10 +204,14 @@ class V2Fused final : public DsaKernel {
                 kDefaultMinRows,
                 kDefaultPipe.stages, 1, kDefaultPipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
     t.cta_heads = cta_heads;
-    // Pooled rows where a row's own CTAs are at most kPoolBelowSplits (128 heads at T = 5..8 on
-    // the H200: a full row takes 8 tiles per CTA); with more the prologue that reads every row
-    // costs more than the long row saves (the devlog's step 17).
-    t.pool = p.num_tokens >= 2 && t.num_splits <= kPoolBelowSplits && check_pool(p, t).is_ok() ? 1 : 0;
+    // Pooled rows where a row's own CTAs are at most kPoolBelowSplits and a full row takes more
+    // than kPoolMinSlotsPerCta slots on each (128 heads at T = 5..8 on the H200: 8 tiles per CTA); with
+    // more CTAs, or rows that already fit them, the prologue that reads every row costs more than
+    // the long row saves (the devlog's step 17).
+    t.pool = p.num_tokens >= 2 && t.num_splits <= kPoolBelowSplits &&
+                     p.topk > int64_t(kPoolMinSlotsPerCta) * t.num_splits && check_pool(p, t).is_ok()
+                 ? 1
+                 : 0;
     return t;
   }
 
