@@ -204,14 +204,10 @@ class V2Fused final : public DsaKernel {
                 kDefaultMinRows,
                 kDefaultPipe.stages, 1, kDefaultPipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
     t.cta_heads = cta_heads;
-    // Pooled rows where a row's own CTAs are at most kPoolBelowSplits and a full row takes more
-    // than kPoolMinSlotsPerCta slots on each (128 heads at T = 5..8 on the H200: 8 tiles per CTA); with
-    // more CTAs, or rows that already fit them, the prologue that reads every row costs more than
-    // the long row saves (the devlog's step 17).
-    t.pool = p.num_tokens >= 2 && t.num_splits <= kPoolBelowSplits &&
-                     p.topk > int64_t(kPoolMinSlotsPerCta) * t.num_splits && check_pool(p, t).is_ok()
-                 ? 1
-                 : 0;
+    // Pooled rows in the regime kPoolBelowSplits and kPoolMinSlotsPerCta describe (step 17).
+    const bool pool = p.num_tokens >= 2 && t.num_splits <= kPoolBelowSplits &&
+                      p.topk > int64_t(kPoolMinSlotsPerCta) * t.num_splits && check_pool(p, t).is_ok();
+    t.pool = pool ? 1 : 0;
     return t;
   }
 
