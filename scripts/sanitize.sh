@@ -8,6 +8,9 @@
 # causal groups, page sizes, layouts), the GPU quantizer's tests,
 # then the binding's CUDA-graph tests (capture, replay on new inputs) under
 # memcheck and racecheck when PyTorch is there.
+# MLAKIT_SANITIZE_ONLY=REGEX (bash regex) runs only the shapes it matches, and the quantizer tests
+# or the graph tests only when it matches "quantizer" or "graph": a change to one kernel family
+# (say 'v2_fused|floor_gather|graph') is checked in part of the time; `make sanitize` runs all.
 set -uo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -46,6 +49,12 @@ shapes=(
   "$V2 --t 2 --topk 2048 --num-pages 128 --tiling s1n64x4m1p2"
   "$V2 --t 2 --topk 256 --num-pages 64 --valid 0 --tiling s4n64x4m1p2"
   "$V2 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n32x4m1p2"
+  # four producer warps, two per stage (the 16-head default): split rows, a one-split row (the
+  # staged output), partial stages; bulk rope rows and 16-byte cp.async rows
+  "$V2 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n32x4m1p4"
+  "$V2 --t 2 --topk 256 --num-pages 64 --valid 50 --tiling s1n64x4m1p4"
+  "$V2 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n32x4m1p4g1"
+  "$V2 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n32x4m1p4g2"
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x3m1g1"
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x5m1g2"
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x4m1p4w1"
@@ -82,6 +91,7 @@ shapes=(
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --heads 128 --tiling s2n32x4m1p4g2w1h64"
   # the gather floor (nothing to check: one timed call): ring and register kernels
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1p2"
+  "$FLOOR --t 2 --topk 512 --num-pages 64 --valid 300 --tiling s2n32x4m1p4"
   "$FLOOR --t 2 --topk 512 --num-pages 64 --tiling s2n32x4m1g3"
   # v2_fp8 (FP8 cache): split rows merged in-kernel, one CTA per row over many stages (8 and 4
   # raw stages), empty rows, page size 1, 8 and 2 head groups; its floor
@@ -128,9 +138,13 @@ shapes=(
   "$MLA --b 1 --t 5000 --heads 128 --tiling c132x4p4g3m64o1"
   "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 64 --tiling c16x4p4g3m64o1"
 )
+only=${MLAKIT_SANITIZE_ONLY:-}
+picked() { [ -z "$only" ] || [[ "$1" =~ $only ]]; }
+[ -n "$only" ] && echo "[sanitize] only what matches '$only'"
 fail=0
 for tool in memcheck racecheck initcheck synccheck; do
   for shape in "${shapes[@]}"; do
+    picked "$shape" || continue
     case "$shape" in
       "$FLOOR "*|"$FP8_FLOOR "*|"$MLA_FLOOR "*) how="--warmup 0 --iters 1" ;;  # nothing to check: one timed call
       *) how="--check --no-time" ;;
@@ -144,7 +158,7 @@ for tool in memcheck racecheck initcheck synccheck; do
   done
 done
 # The GPU quantizer (contiguous and padded pages, strided views) under every tool.
-for tool in memcheck racecheck initcheck synccheck; do
+picked quantizer && for tool in memcheck racecheck initcheck synccheck; do
   if "$SAN" --tool "$tool" --error-exitcode 99 ./"$BUILD"/mlakit_tests_gpu --gtest_filter='DsaQuantizeFp8.*' \
       >/tmp/mlakit_san.log 2>&1; then
     echo "[sanitize] $tool clean: the FP8 quantizer tests"
@@ -153,7 +167,9 @@ for tool in memcheck racecheck initcheck synccheck; do
   fi
 done
 # The binding's CUDA graphs: capture and replay on new inputs of the single-launch path.
-if [ -d "$BUILD/python/mlakit" ] && PYTHONPATH="$PWD/$BUILD/python" python3 -c "import torch, mlakit" 2>/dev/null; then
+if ! picked graph; then
+  :
+elif [ -d "$BUILD/python/mlakit" ] && PYTHONPATH="$PWD/$BUILD/python" python3 -c "import torch, mlakit" 2>/dev/null; then
   for tool in memcheck racecheck; do
     if PYTHONPATH="$PWD/$BUILD/python" "$SAN" --tool "$tool" --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider \
         python/tests/test_gpu.py python/tests/test_fp8.py -k "graph" >/tmp/mlakit_san.log 2>&1; then

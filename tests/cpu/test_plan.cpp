@@ -257,24 +257,24 @@ TEST(V2Fused, ValidationNamesEveryRule) {
             4096 + 16 * 2 * 8 * 16 * 2 * 4 + size_t(16) * 2 * 8 * 16 * 512 * 4);
   heads.num_heads = 16;
   EXPECT_NE(why(heads, "s8n64x4m1p2h32").find("h (heads per CTA) must divide num_heads=16"), std::string::npos);
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4");
   // The default: about one CTA per SM, the default ring, mma.sync; at T = 1 no more splits than a
   // row of 2048 slots fills at 64 per split (32), and for a short top-k fewer still.
-  EXPECT_EQ(v2.default_tiling(contest(1), h200).name(), "s32n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(contest(1), h200).name(), "s32n64x4m1p4");
   DsaProblem short_topk = contest(1);
   short_topk.topk = 600;  // 10 splits of 64: the first power of two above, 16
-  EXPECT_EQ(v2.default_tiling(short_topk, h200).name(), "s16n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(short_topk, h200).name(), "s16n64x4m1p4");
   short_topk.topk = 64;
-  EXPECT_EQ(v2.default_tiling(short_topk, h200).name(), "s1n64x4m1p2");
-  EXPECT_EQ(v2.default_tiling(contest(16), h200).name(), "s8n64x4m1p2");
-  EXPECT_EQ(v2.default_tiling(contest(128), h200).name(), "s1n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(short_topk, h200).name(), "s1n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(contest(16), h200).name(), "s8n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(contest(128), h200).name(), "s1n64x4m1p4");
   for (const DsaTiling& t : v2.search_space(contest(8)))
     EXPECT_TRUE(t.merge_head_groups == 1 && t.mma == 0) << t.name();
   // Pooled rows (b1): the default where a token has at most 4 CTAs per head group, a full row gives
   // each more than 256 slots and T <= 8 (128 heads at T = 5..8 on the H200, top-k 2048), never at
   // T = 1 or with h64; every CTA copies the T index rows into its ring, which must hold them.
-  EXPECT_EQ(v2.default_tiling(contest(2), h200).name(), "s32n64x4m1p2");
-  EXPECT_EQ(v2.default_tiling(contest(8), h200).name(), "s16n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(contest(2), h200).name(), "s32n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(contest(8), h200).name(), "s16n64x4m1p4");
   EXPECT_EQ(why(contest(8), "s16n64x4m1p2b1"), "ok");
   EXPECT_EQ(why(contest(8), "s1n64x4m1p2b1"), "ok");
   EXPECT_NE(why(contest(8), "s16n64x3m1b1").find("b1 (pooled rows) is compiled with x4p2, g0 and w0, for h16 and h32"),
@@ -292,7 +292,7 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s4n64x4m1p2h32");
   DsaProblem short_rows = contest(3);
   short_rows.topk = 256;
-  EXPECT_EQ(v2.default_tiling(short_rows, h200).name(), "s4n64x4m1p2");
+  EXPECT_EQ(v2.default_tiling(short_rows, h200).name(), "s4n64x4m1p4");
   wide.topk = 2047;  // 512 slots per CTA less one: pooled
   EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s4n64x4m1p2h32b1");
   wide.topk = 1024;  // 256 slots per CTA: not
@@ -448,7 +448,7 @@ TEST(Plan, RecordsKernelTilingWorkspaceAndDevice) {
   EXPECT_EQ(plan.device(), -1);  // planned for facts, not a live device
   EXPECT_EQ(plan.device_name(), "NVIDIA H200");
   EXPECT_EQ(plan.tiling(), v2.default_tiling(contest(8), device("H200")));
-  EXPECT_EQ(plan.tiling().name(), "s16n64x4m1p2");
+  EXPECT_EQ(plan.tiling().name(), "s16n64x4m1p4");
   EXPECT_EQ(plan.workspace_bytes(), v2.workspace_bytes(contest(8), plan.tiling()));
   const DsaPlan v1_plan = dry_plan(contest(8), nullptr, "dsa_decode.v1_splitk.bf16");
   EXPECT_EQ(v1_plan.tiling(), v1().default_tiling(contest(8), device("H200")));

@@ -11,13 +11,15 @@
 //             completes the phase (32 arrivals).
 //   kHybrid   lane r bulk-copies the ckv part of row r; the kpe parts move by cp.async, four rows
 //             per warp instruction (33 arrivals: lane 0's expect_tx and 32 cp.async arrivals).
-// Rows of a partial last stage are zeroed, so that P = 0 times them is 0, never NaN.
+// The rows of a partial last stage up to the next multiple of 16 are zeroed, so that P = 0 times
+// them is 0, never NaN.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/common/async_pipe.cuh"
 #include "kernels/common/gather.cuh"
+#include "kernels/common/timeline.cuh"
 #include "kernels/dsa_decode/common/row_ring.h"
 
 namespace mlakit::dsa_ring {
@@ -25,8 +27,14 @@ namespace mlakit::dsa_ring {
 // Arrivals that complete one phase of a full barrier.
 // Every lane arrives after its own stores into the stage (the zeroed tail rows), so that each
 // store is ordered before the phase by its own thread's release.
-template <Gather G>
-constexpr uint32_t kFullArrivals = G == Gather::kHybrid ? 33u : 32u;
+// A stage is filled by kWarpsPerStage<Producers> warps together (each its share of the rows, each
+// arriving as one warp does): two with four producer warps, so that the rows of a stage are
+// requested in half the time (each bulk copy takes a lane ~60 cycles to issue; devlog step 19),
+// one otherwise.
+template <int Producers>
+constexpr int kWarpsPerStage = Producers == 4 ? 2 : 1;
+template <Gather G, int Producers = 1>
+constexpr uint32_t kFullArrivals = (G == Gather::kHybrid ? 33u : 32u) * kWarpsPerStage<Producers>;
 
 // Where the producer reads rows: base pointers, slot strides in bf16 elements, and the L2
 // policy of the reads (rows are read once: kernels::L2Evict::kFirst).
@@ -51,9 +59,9 @@ static_assert(kDimV / 2 == 32 * 8, "two 512-byte warp copies cover one ckv row")
 // Warp-wide: the kpe parts of rows [0, kStageRows) by cp.async, four rows per instruction
 // (lane L: 16-byte chunk L % 8 of row r + L / 8); rows >= rows get zeros.
 __device__ __forceinline__ void cp_async_kpe(uint16_t* stage, const RowSource& src, const int32_t* slots,
-                                             int rows) {
+                                             int rows, int r0 = 0, int r1 = kStageRows) {
   const int lane = threadIdx.x % 32;
-  for (int r = lane / 8; r < kStageRows; r += 4) {
+  for (int r = r0 + lane / 8; r < r1; r += 4) {
     const bool valid = r < rows;
     const int64_t slot = valid ? slots[r] : 0;
     kernels::cp_async_16_hint(stage + r * kKvPitch + kDimV + (lane % 8) * 8,
@@ -61,25 +69,30 @@ __device__ __forceinline__ void cp_async_kpe(uint16_t* stage, const RowSource& s
   }
 }
 
-// Zeroes the ckv parts of rows [rows, kStageRows) with the warp's 16-byte stores, then orders
-// them before later bulk copies into the same bytes.
-__device__ __forceinline__ void zero_tail_ckv(uint16_t* stage, int rows, bool with_kpe) {
-  const int chunks = (with_kpe ? kDimK : kDimV) / 8;  // 16-byte chunks per row
+// Zeroes rows [r0, r1) of a stage (the ckv parts, with kWithKpe the kpe parts too) with the
+// warp's 16-byte stores, then orders them before later bulk copies into the same bytes. The chunk
+// count is a compile-time constant: a run-time one put a division in every iteration.
+template <bool kWithKpe>
+__device__ __forceinline__ void zero_rows(uint16_t* stage, int r0, int r1) {
+  constexpr int kChunks = (kWithKpe ? kDimK : kDimV) / 8;  // 16-byte chunks per row
   const int lane = threadIdx.x % 32;
-  for (int i = rows * chunks + lane; i < kStageRows * chunks; i += 32) {
-    const int r = i / chunks, c = i % chunks;
+  for (int i = r0 * kChunks + lane; i < r1 * kChunks; i += 32) {
+    const int r = i / kChunks, c = i % kChunks;
     *reinterpret_cast<uint4*>(stage + r * kKvPitch + c * 8) = make_uint4(0, 0, 0, 0);
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
-// Fills stage buffer `dst` with the `rows` slots starting at `slots`, completing `full`.
+// Fills rows [r0, r1) of stage buffer `dst` (the `rows` slots starting at `slots` are the stage's
+// valid rows), arriving on `full` as one warp: the whole stage with one warp per stage, half of it
+// with two. `stamp`: the phase timeline's stamps (timeline.cuh; no-ops in other builds).
 template <Gather G>
 __device__ __forceinline__ void fill_stage(const RowSource& src, const int32_t* slots, int rows,
-                                           uint16_t* dst, uint64_t* full) {
+                                           uint16_t* dst, uint64_t* full, int r0 = 0, int r1 = kStageRows,
+                                           [[maybe_unused]] bool stamp = false) {
   const int lane = threadIdx.x % 32;
   if constexpr (G == Gather::kCpAsync) {
-    for (int r = 0; r < kStageRows; ++r) {
+    for (int r = r0; r < r1; ++r) {
       const bool valid = r < rows;
       const int64_t slot = valid ? slots[r] : 0;
       cp_async_row(dst + r * kKvPitch, src.ckv + slot * src.ckv_stride, src.kpe + slot * src.kpe_stride, valid,
@@ -88,37 +101,54 @@ __device__ __forceinline__ void fill_stage(const RowSource& src, const int32_t* 
     kernels::cp_async_arrive_on(full);
   } else {
     constexpr bool kBulkKpe = G == Gather::kBulk;
-    if (rows < kStageRows) zero_tail_ckv(dst, rows, kBulkKpe);
+    // Zeros for the rows past the stage's valid ones up to the next multiple of 16: the last k16
+    // step of P V reads them (P = 0 there, and 0 x NaN would be NaN); QK reads rows past them too,
+    // but the softmax discards those columns by a select.
+    const int zero_end = min(r1, (rows + 15) / 16 * 16);
+    if (max(rows, r0) < zero_end) zero_rows<kBulkKpe>(dst, max(rows, r0), zero_end);
     __syncwarp();  // the zeros are ordered before lane 0's release-arrive below
-    const uint32_t bytes = uint32_t(rows) * (kBulkKpe ? kRowBytes : kCkvBytes);
+    MLAKIT_STAMP(stamp && lane == 0, kFillZeroed);
+    const int own = max(0, min(rows, r1) - r0);  // this warp's valid rows: r0, r0 + 1, ...
+    const uint32_t bytes = uint32_t(own) * (kBulkKpe ? kRowBytes : kCkvBytes);
     if (lane == 0) kernels::mbar_arrive_expect_tx(full, bytes);
     else if constexpr (kBulkKpe) kernels::mbar_arrive(full);
-    if (lane < rows) {
-      const int64_t slot = slots[lane];
-      kernels::bulk_copy_g2s(dst + lane * kKvPitch, src.ckv + slot * src.ckv_stride, kCkvBytes, full, src.policy);
+    if (lane < own) {
+      const int r = r0 + lane;
+      const int64_t slot = slots[r];
+      kernels::bulk_copy_g2s(dst + r * kKvPitch, src.ckv + slot * src.ckv_stride, kCkvBytes, full, src.policy);
       if constexpr (kBulkKpe)
-        kernels::bulk_copy_g2s(dst + lane * kKvPitch + kDimV, src.kpe + slot * src.kpe_stride, kKpeBytes, full,
+        kernels::bulk_copy_g2s(dst + r * kKvPitch + kDimV, src.kpe + slot * src.kpe_stride, kKpeBytes, full,
                                src.policy);
     }
+    MLAKIT_STAMP(stamp && lane == 0, kFillBulk);
     if constexpr (!kBulkKpe) {
-      cp_async_kpe(dst, src, slots, rows);
+      cp_async_kpe(dst, src, slots, rows, r0, r1);
       kernels::cp_async_arrive_on(full);
     }
   }
 }
 static_assert(kStageRows == 32, "the bulk path gives every lane of a producer warp one row");
 
-// Producer warp `pw` of `Producers`: stages pw, pw + Producers, ... of the CTA's `count` slots.
+// Producer warp `pw` of `Producers` over the CTA's `count` slots. With P = kWarpsPerStage warps
+// per stage, warps pw and its P - 1 neighbours own stages pw / P, pw / P + Producers / P, ..., and
+// warp pw fills rows [(pw % P) x 32 / P, + 32 / P) of each (with P = 1: stages pw, pw + Producers,
+// ..., whole).
 template <Gather G, int Stages, int Producers>
 __device__ void produce_rows(const RowSource& src, const int32_t* slots, int count, uint16_t* ring,
                              uint64_t* full, uint64_t* empty, int pw) {
-  static_assert(Stages % Producers == 0, "each ring buffer must belong to one producer warp");
+  constexpr int kPer = kWarpsPerStage<Producers>, kOwners = Producers / kPer, kShare = kStageRows / kPer;
+  static_assert(Stages % kOwners == 0, "each ring buffer must belong to one producer warp (or pair)");
   const int num_stages = (count + kStageRows - 1) / kStageRows;
-  for (int i = pw; i < num_stages; i += Producers) {
+  const int r0 = (pw % kPer) * kShare;
+  for (int i = pw / kPer; i < num_stages; i += kOwners) {
     const int b = i % Stages;
     kernels::mbar_wait(&empty[b], ((i / Stages) & 1) ^ 1);
     const int rows = min(kStageRows, count - i * kStageRows);
-    fill_stage<G>(src, slots + i * kStageRows, rows, ring + b * kStageElems, &full[b]);
+    MLAKIT_STAMP(threadIdx.x % 32 == 0 && i == 0 && r0 == 0, kFillStart);
+    fill_stage<G>(src, slots + i * kStageRows, rows, ring + b * kStageElems, &full[b], r0, r0 + kShare,
+                  i == 0 && r0 == 0);
+    MLAKIT_STAMP(threadIdx.x % 32 == 0 && i == 0 && r0 == 0, kIssued);
+    MLAKIT_STAMP(threadIdx.x % 32 == 0 && i == num_stages - 1 && r0 == 0, kLastIssued);
   }
 }
 

@@ -46,13 +46,19 @@ static_assert((kKvPitch * 2) % 128 == 16, "the row pitch must be 16 B past a mul
 enum class Gather { kHybrid = 0, kBulk = 1, kCpAsync = 2, kLdg = 3 };
 
 // The instantiated (ring stages, producer warps) pairs of the ring kernels (v2_fused and the gather
-// floor): the one list of their launchers, validation and search spaces. Stages are a multiple of
-// the producer count (each ring buffer belongs to one producer warp).
+// floor): the one list of their launchers, validation and search spaces. Each ring buffer belongs
+// to one producer warp, or with four producer warps to a pair of them, each filling half of its
+// rows (gather_ring.cuh, kWarpsPerStage).
 struct Pipe {
   int stages, producers;
 };
 constexpr Pipe kPipeChoices[] = {{3, 1}, {4, 1}, {5, 1}, {4, 2}, {4, 4}};
+// Two producer warps: the default of two consumer warpgroups (the register budget of 320 threads).
 constexpr Pipe kDefaultPipe = {4, 2};
+// Four, two per stage: one consumer warpgroup and the gather floor. A lane takes ~60 cycles to
+// issue each row's bulk copy, so one warp needs ~2,500 cycles to request a stage (rope rows
+// included); two per stage bring the first tile in ~0.5 us earlier (v2_fused devlog, step 19).
+constexpr Pipe kPairedPipe = {4, 4};
 constexpr bool is_instantiated(Pipe pipe) {
   for (const Pipe& c : kPipeChoices)
     if (c.stages == pipe.stages && c.producers == pipe.producers) return true;

@@ -49,8 +49,8 @@ class FloorGather final : public DsaKernel {
   }
 
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    return DsaTiling{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows), kDefaultMinRows, kDefaultPipe.stages, 1,
-                     kDefaultPipe.producers, int(Gather::kHybrid), 0};
+    return DsaTiling{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows), kDefaultMinRows, kPairedPipe.stages, 1,
+                     kPairedPipe.producers, int(Gather::kHybrid), 0};
   }
 
   Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {

@@ -15,7 +15,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
   auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
   const int split = blockIdx.x, t = blockIdx.y, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
-    for (auto& b : s.full) kernels::mbar_init(&b, kFullArrivals<G>);
+    for (auto& b : s.full) kernels::mbar_init(&b, kFullArrivals<G, Producers>);
     for (auto& b : s.empty) kernels::mbar_init(&b, kConsumerWarps);
     kernels::mbar_fence_init();
   }

@@ -12,6 +12,7 @@
 #include "kernels/common/async_pipe.cuh"
 #include "kernels/common/mma.cuh"
 #include "kernels/common/softmax.cuh"
+#include "kernels/common/timeline.cuh"
 #include "kernels/dsa_decode/v2_fused/traits.h"
 
 namespace mlakit::dsa_v2 {
@@ -226,14 +227,19 @@ __device__ __forceinline__ void for_each_tile(Smem& s, int count, Body&& body) {
 }
 
 // One tile into the running state: QK, online softmax, PV (every kernel built on these consumers).
+// `stamp`: the phase timeline's stamps of the last tile (timeline.cuh; no-ops in other builds).
 template <class Part>
 __device__ __forceinline__ void decode_tile(Part& s, const uint32_t (&qa)[kQkSteps][4], const Tile& tile,
-                                            float scale_log2, RowState& st, float (&o)[kOTiles][4]) {
+                                            float scale_log2, RowState& st, float (&o)[kOTiles][4],
+                                            [[maybe_unused]] bool stamp = false) {
   qk_partial(&s.s_part[0][0], qa, tile);
   consumer_sync();  // all four k-quarters of S are in smem
+  MLAKIT_STAMP(stamp && threadIdx.x == 0, kLastQk);
   float alpha[2];
   online_softmax(s, tile.rows, scale_log2, st, alpha);
+  MLAKIT_STAMP(stamp && threadIdx.x == 0, kLastSoftmax);
   pv_mma(s.p, tile, alpha, o);
+  MLAKIT_STAMP(stamp && threadIdx.x == 0, kLastPv);
 }
 
 // Waits for Q and loads this warp's fragments of it; ends with a consumer barrier, after which
@@ -252,7 +258,19 @@ __device__ void consume_rows(Smem& s, Part& part, int count, float scale_log2, R
                              float (&o)[kOTiles][4]) {
   uint32_t qa[kQkSteps][4];
   take_q(s, part, qa);
-  for_each_tile<Stages>(s, count, [&](const Tile& tile) { decode_tile(part, qa, tile, scale_log2, st, o); });
+  MLAKIT_STAMP(threadIdx.x == 0, kQReady);
+  [[maybe_unused]] int first_row = 0;
+  for_each_tile<Stages>(s, count, [&](const Tile& tile) {
+#ifdef MLAKIT_TIMELINE
+    const bool last = first_row + kTileRows >= count;
+    MLAKIT_STAMP(first_row == 0 && threadIdx.x == 0, kFirstTile);
+    MLAKIT_STAMP(last && threadIdx.x == 0, kLastTile);
+    first_row += kTileRows;
+#else
+    constexpr bool last = false;
+#endif
+    decode_tile(part, qa, tile, scale_log2, st, o, last);
+  });
 }
 
 }  // namespace mlakit::dsa_v2

@@ -200,9 +200,10 @@ class V2Fused final : public DsaKernel {
       return t;
     }
     const int cta_heads = p.num_heads % 32 == 0 ? 32 : kHeads;
+    const Pipe pipe = cta_heads == kHeads ? kPairedPipe : kDefaultPipe;
     DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, cta_heads)),
                 kDefaultMinRows,
-                kDefaultPipe.stages, 1, kDefaultPipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
+                pipe.stages, 1, pipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
     t.cta_heads = cta_heads;
     // Pooled rows in the regime kPoolBelowSplits and kPoolMinSlotsPerCta describe (step 17).
     const bool pool = p.num_tokens >= 2 && t.num_splits <= kPoolBelowSplits &&

@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "kernels/common/chunk_merge.cuh"
+#include "kernels/common/timeline.cuh"
 #include "kernels/dsa_decode/common/gather_ring.cuh"
 #include "kernels/dsa_decode/common/row_slice.cuh"
 #include "kernels/dsa_decode/v2_fused/consumer_mma.cuh"
@@ -37,10 +38,10 @@
 
 namespace mlakit::dsa_v2 {
 
-template <Gather G, int Wgs, class Smem>
+template <Gather G, int Producers, int Wgs, class Smem>
 __device__ void init_barriers(Smem& s) {
   if (threadIdx.x != 0) return;
-  for (auto& b : s.full) mbar_init(&b, kFullArrivals<G>);
+  for (auto& b : s.full) mbar_init(&b, kFullArrivals<G, Producers>);
   for (auto& b : s.empty) mbar_init(&b, kConsumerThreads * Wgs);  // every consumer thread releases
   mbar_init(&s.q_full, 32);  // one warp's cp.async arrivals
   mbar_fence_init();
@@ -94,28 +95,50 @@ __device__ inline void store_empty(const Params& p, int hb) {
   if (threadIdx.x < kHeads) p.io.lse[hb * kHeads + threadIdx.x] = -INFINITY;
 }
 
-// One split: O / l as bf16 and lse = m + log2(l) (consumer threads).
-__device__ inline void store_output(const Params& p, int hb, const RowState& st, const float (&l_total)[2],
+// The mma.sync fragments of O give a lane two bf16 (4 bytes) of a row per n8 tile: a quad's 16
+// contiguous bytes fill half a sector, and a warp's store touches 8 rows. Stored straight, one
+// warpgroup's 16 x 512 bf16 took ~1,800 cycles (devlog step 19). So each warp stages its 16 x 128
+// block in its warpgroup's Q / partial-S area (free: reduce_row_sums' barrier is behind every read
+// of it) and writes whole rows, 512 contiguous bytes per instruction. The staged rows are 136 bf16
+// apart, so that a quad's pieces of 8 rows land in distinct banks.
+constexpr int kStageOutPitch = kDimsPerWarp + 8;
+static_assert(kConsumerWarps * kHeads * kStageOutPitch * 2 <= sizeof(WgPart::q),
+              "each warp's staged block fits in its warpgroup's Q / partial-S area");
+
+// One split: O / l as bf16 and lse = m + log2(l) (consumer threads, after reduce_row_sums).
+template <class Part>
+__device__ void store_output(const Params& p, Part& part, int hb, const RowState& st, const float (&l_total)[2],
                              const float (&o)[kOTiles][4]) {
-  const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4;
-  auto* out = static_cast<uint32_t*>(p.io.output);
-  const int col = warp * kDimsPerWarp + 2 * (lane % 4);
+  const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4, q = lane % 4;
+  uint16_t* stage = part.q + warp * kHeads * kStageOutPitch;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float inv = 1.f / l_total[r];
-    const int64_t base = (int64_t(hb) * kHeads + g + 8 * r) * kDimV + col;
 #pragma unroll
-    for (int j = 0; j < kOTiles; ++j) out[(base + j * 8) / 2] = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+    for (int j = 0; j < kOTiles; ++j)
+      *reinterpret_cast<uint32_t*>(stage + (g + 8 * r) * kStageOutPitch + 8 * j + 2 * q) =
+          pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
   }
-  if (warp == 0 && lane % 4 == 0) {
+  __syncwarp();
+  // Two rows of 256 bytes per instruction: lane L moves 16-byte chunk L % 16 of row 2 i + L / 16.
+  auto* out = static_cast<uint16_t*>(p.io.output) + int64_t(hb) * kHeads * kDimV + warp * kDimsPerWarp;
+#pragma unroll
+  for (int i = 0; i < kHeads / 2; ++i) {
+    const int row = 2 * i + lane / 16, chunk = lane % 16;
+    *reinterpret_cast<uint4*>(out + row * kDimV + chunk * 8) =
+        *reinterpret_cast<const uint4*>(stage + row * kStageOutPitch + chunk * 8);
+  }
+  if (warp == 0 && q == 0) {
     p.io.lse[hb * kHeads + g] = st.m[0] + log2f(l_total[0]);
     p.io.lse[hb * kHeads + g + 8] = st.m[1] + log2f(l_total[1]);
   }
 }
 
-// Several splits: the unnormalised partial (O, m, l) of split s (consumer threads).
+// Several splits: the unnormalised partial (O, m, l) of split s (consumer threads). Straight from
+// the fragments: a quad writes 32 contiguous bytes of a row, whole sectors (staged like the output
+// it measured no faster: devlog step 19).
 __device__ inline void store_partial(const Params& p, SplitRows rows, int split, const RowState& st,
-                              const float (&l_total)[2], const float (&o)[kOTiles][4]) {
+                                     const float (&l_total)[2], const float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4;
   const int64_t row0 = rows.first + split * rows.stride;
   const int col = warp * kDimsPerWarp + 2 * (lane % 4);
@@ -250,7 +273,8 @@ __device__ void consume_and_store(const Params& p, Smem& s, WgPart& part, int hb
     float l_total[2];
     consume_rows<Stages>(s, part, rs.count, p.scale_log2, st, o);
     reduce_row_sums(part, st, l_total);
-    if (rs.splits == 1) store_output(p, hb, st, l_total, o);
+    MLAKIT_STAMP(threadIdx.x == 0, kRowSums);
+    if (rs.splits == 1) store_output(p, part, hb, st, l_total, o);
     else store_partial(p, rows, split, st, l_total, o);
   }
 }
@@ -268,7 +292,8 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   const int warp = threadIdx.x / 32;
   const bool producer = warp >= kConsumerWarps * Wgs;
   const bool q_loader = warp == kConsumerWarps * Wgs;
-  init_barriers<G, Wgs>(s);  // ordered before first use by the slice's barriers
+  MLAKIT_STAMP_START(threadIdx.x == 0);
+  init_barriers<G, Producers, Wgs>(s);  // ordered before first use by the slice's barriers
   if (q_loader)
     for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], t, (group * Wgs + w) * kHeads);
 
@@ -286,6 +311,8 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
                                                                p.num_slots, split, p.max_splits, p.min_rows, s.slots,
                                                                s.warp_count);
   }
+  MLAKIT_STAMP(threadIdx.x == 0, kSliced);
+  MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(rs.count) | (uint64_t(rs.splits) << 32));
   const int block = row * p.head_groups + group;  // this CTA's heads: 16-head blocks [Wgs block, + Wgs)
   const bool works = split < rs.splits && rs.n_valid > 0;
   if (q_loader) {  // no copy may land in the smem of a finished CTA
@@ -302,6 +329,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   if (!works) {  // beyond the row's splits, or an empty row (one split, output 0)
     if (split == 0)
       for (int w = 0; w < Wgs; ++w) store_empty(p, block * Wgs + w);
+    MLAKIT_STAMP_STOP(threadIdx.x == 0);
     return;
   }
   const int blocks_per_token = p.head_groups * Wgs;
@@ -312,14 +340,21 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
     consume_and_store<M, Stages>(p, s, s.wg[w], block * Wgs + w,
                                  split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token), split,
                                  rs);
+    MLAKIT_STAMP(threadIdx.x == 0, kStored);
   }
-  if (rs.splits == 1) return;
+  if (rs.splits == 1) {
+    MLAKIT_STAMP_STOP(threadIdx.x == 0);
+    return;
+  }
   uint32_t* counters = p.counters + 2 * block;
   wait_for_row(&counters[0], rs.splits);
+  MLAKIT_STAMP(threadIdx.x == 0, kMet);
   for (int w = 0; w < Wgs; ++w)
     merge_splits(p, split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token), block * Wgs + w,
                  split, rs.splits, blockDim.x);
+  MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   leave_row(counters, rs.splits);
+  MLAKIT_STAMP_STOP(threadIdx.x == 0);
 }
 
 }  // namespace mlakit::dsa_v2

@@ -54,10 +54,8 @@ cudaError_t with_instance(const Instance& in, F&& f) {
   return cudaErrorInvalidValue;
 }
 
-}  // namespace
-
-cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream) {
-  if (instance.wgs == kH64Blocks) return is_h64(instance) ? launch_h64(params, stream) : cudaErrorInvalidValue;
+// The ring kernels (one or two consumer warpgroups, pooled or not).
+cudaError_t launch_ring(const Params& params, Instance instance, cudaStream_t stream) {
   if (instance.pooled) {
     if (!is_pooled_instance(instance)) return cudaErrorInvalidValue;
     constexpr Pipe kP = kPooledPipe;
@@ -67,6 +65,16 @@ cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream)
   return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers, int Wgs>() {
     return launch_one<G, M, Stages, Producers, Wgs>(params, stream);
   });
+}
+
+}  // namespace
+
+cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream) {
+  if (instance.wgs == kH64Blocks) return is_h64(instance) ? launch_h64(params, stream) : cudaErrorInvalidValue;
+  kernels::timeline::begin(stream);  // the phase timeline of a MLAKIT_TIMELINE build; else nothing
+  const cudaError_t e = launch_ring(params, instance, stream);
+  kernels::timeline::end(stream, e, params.max_splits * params.head_groups * params.num_tokens, "dsa_decode.v2_fused");
+  return e;
 }
 
 cudaError_t kernel_attributes(Instance instance, cudaFuncAttributes* attr) {

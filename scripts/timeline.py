@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Phases of the per-CTA timeline a MLAKIT_TIMELINE build writes (src/kernels/common/timeline.cuh).
+
+Usage:
+  cmake -S . -B build-tl -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLAKIT_TIMELINE=ON \\
+        -DMLAKIT_BUILD_TESTS=OFF -DMLAKIT_BUILD_PYTHON=OFF && cmake --build build-tl --target mlakit_cli
+  MLAKIT_TIMELINE_OUT=tl.txt build-tl/mlakit bench --suite dsa-contest --no-verify --no-floor \\
+        --warmup 1 --iters 3
+  python3 scripts/timeline.py tl.txt --group 7     # 7 launches per workload: keep the last of each
+
+Every launch appends "L <kernel> <ctas>" and one line of 24 numbers per CTA (the Slot enum of
+timeline.cuh). For each launch kept, this prints the median over the CTAs that computed of each
+phase in SM cycles, and the in-kernel span (first CTA start to last CTA stop, %globaltimer).
+A bench run launches a workload several times (verification off: warm-up + iterations + the
+planning launch), so --group N keeps the last launch of every N.
+"""
+import argparse
+import statistics
+import sys
+
+SLOTS = dict(start=0, sliced=1, q_ready=2, first_tile=3, last_tile=4, stored=5, met=6, merged=7, count=8,
+             issued=9, stop=11, last_issued=12, sm=13, start_ns=14, stop_ns=15, last_qk=16, last_softmax=17,
+             last_pv=18, row_sums=19, fill_start=20, fill_zeroed=21, fill_bulk=22)
+
+# (column, from slot, to slot): a phase is the difference of two clock stamps of one CTA.
+PHASES = [
+    ("slice", "start", "sliced"),             # index row loaded and compacted
+    ("to_fill", "sliced", "fill_start"),      # producer: until its first stage's slot is free
+    ("zero", "fill_start", "fill_zeroed"),    # producer: tail rows of the first stage zeroed
+    ("bulk", "fill_zeroed", "fill_bulk"),     # producer: the first stage's bulk copies issued
+    ("rope", "fill_bulk", "issued"),          # producer: the first stage's rope rows issued
+    ("land", "issued", "first_tile"),         # the first tile's rows landed after that
+    ("tiles", "first_tile", "last_tile"),     # from the first tile to the last one
+    ("qk", "last_tile", "last_qk"),           # last tile: QK
+    ("softmax", "last_qk", "last_softmax"),   # last tile: online softmax
+    ("pv", "last_softmax", "last_pv"),        # last tile: P V
+    ("sums", "last_pv", "row_sums"),          # row sums over the warps
+    ("store", "row_sums", "stored"),          # output or partial out
+    ("meet", "stored", "met"),                # split rows: until every CTA of the row is out
+    ("merge", "met", "merged"),               # split rows: this CTA's share of the merge
+]
+
+
+def read(path):
+    launches = []
+    for line in open(path):
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "L":
+            launches.append({"kernel": parts[1], "ctas": []})
+        else:
+            launches[-1]["ctas"].append([int(x) for x in parts])
+    return launches
+
+
+def summary(launch):
+    ran = [c for c in launch["ctas"] if c[SLOTS["start_ns"]]]
+    worked = [c for c in ran if c[SLOTS["stored"]]]
+    t0 = min(c[SLOTS["start_ns"]] for c in ran)
+    span_us = (max(c[SLOTS["stop_ns"]] for c in ran) - t0) / 1000
+    long_ctas = [c for c in ran if c[SLOTS["stop_ns"]] - c[SLOTS["start_ns"]] > 2000]
+    ghz = statistics.median((c[SLOTS["stop"]] - c[SLOTS["start"]]) / (c[SLOTS["stop_ns"]] - c[SLOTS["start_ns"]])
+                            for c in long_ctas) if long_ctas else float("nan")
+    out = {"ctas": len(ran), "worked": len(worked), "span_us": span_us, "ghz": ghz}
+    for name, a, b in PHASES:
+        v = [c[SLOTS[b]] - c[SLOTS[a]] for c in worked if c[SLOTS[a]] and c[SLOTS[b]]]
+        out[name] = statistics.median(v) if v else None
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("file")
+    ap.add_argument("--group", type=int, default=1, help="launches per workload; the last of each is kept")
+    args = ap.parse_args()
+    launches = read(args.file)
+    if args.group < 1 or len(launches) % args.group:
+        sys.exit(f"{len(launches)} launches do not split into groups of {args.group}")
+    kept = launches[args.group - 1::args.group]
+    head = ["#", "ctas", "work", "span_us", "GHz"] + [p[0] for p in PHASES]
+    print(" ".join(f"{h:>7}" for h in head))
+    for i, launch in enumerate(kept):
+        s = summary(launch)
+        cells = [str(i), str(s["ctas"]), str(s["worked"]), f"{s['span_us']:.2f}", f"{s['ghz']:.2f}"]
+        cells += ["-" if s[p[0]] is None else f"{s[p[0]]:.0f}" for p in PHASES]
+        print(" ".join(f"{c:>7}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()
