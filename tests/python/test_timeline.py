@@ -1,0 +1,69 @@
+"""scripts/timeline.py: the phases of a MLAKIT_TIMELINE build's per-CTA stamps."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+import timeline
+from conftest import ROOT
+
+
+def test_the_slot_numbers_are_the_headers():
+    """The script reads slots by number: they must be the Slot enum of timeline.cuh."""
+    header = (ROOT / "src" / "kernels" / "common" / "timeline.cuh").read_text()
+    enum = dict((name, int(value)) for name, value in re.findall(r"^\s*k(\w+) = (\d+),", header, re.M))
+    camel = {re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower(): value for name, value in enum.items()}
+    assert camel == timeline.SLOTS
+    assert f"kSlots = {len(enum) + 2}," in header  # slots 10 and 23 are unused
+    for _, a, b in timeline.PHASES:
+        assert a in timeline.SLOTS and b in timeline.SLOTS
+
+
+def cta(start, **cycles):
+    """One CTA's 24 numbers: clock stamps relative to `start`, 1 cycle per ns."""
+    row = [0] * 24
+    row[timeline.SLOTS["start"]] = start
+    row[timeline.SLOTS["start_ns"]] = start
+    for name, value in cycles.items():
+        row[timeline.SLOTS[name]] = start + value
+    row[timeline.SLOTS["stop_ns"]] = row[timeline.SLOTS["stop"]]
+    return row
+
+
+def write(path, launches):
+    with open(path, "w") as f:
+        for ctas in launches:
+            f.write(f"L dsa_decode.v2_fused {len(ctas)}\n")
+            for row in ctas:
+                f.write(" ".join(str(x) for x in row) + "\n")
+
+
+def test_phases_are_medians_over_the_ctas_that_worked(tmp_path, capsys):
+    worked = [cta(1000, sliced=3000 + 100 * i, fill_start=3400, first_tile=6000, last_tile=6100,
+                  last_qk=7000, stored=9000, stop=9500) for i in range(3)]
+    idle = cta(1000, sliced=2500, stop=3000)  # left at once: no store, not in the medians
+    path = tmp_path / "tl.txt"
+    write(path, [[idle] + worked, [idle] + worked])
+    launches = timeline.read(path)
+    assert len(launches) == 2 and len(launches[0]["ctas"]) == 4
+    s = timeline.summary(launches[1])
+    assert (s["ctas"], s["worked"]) == (4, 3)
+    assert s["slice"] == 3100  # the median of 3000, 3100, 3200
+    assert s["tiles"] == 100 and s["qk"] == 900
+    assert s["meet"] is None  # no CTA stamped the meeting: one split
+    assert s["span_us"] == pytest.approx(9.5)  # 1000 ns -> 10500 ns
+    assert s["ghz"] == pytest.approx(1.0)
+    sys.argv = ["timeline.py", str(path), "--group", "2"]
+    timeline.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].split()[:5] == ["#", "ctas", "work", "span_us", "GHz"]
+
+
+def test_a_group_that_does_not_divide_the_launches_is_an_error(tmp_path):
+    path = tmp_path / "tl.txt"
+    write(path, [[cta(0, sliced=1, stored=2, stop=3)]] * 3)
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "timeline.py"), str(path), "--group", "2"],
+                         capture_output=True, text=True)
+    assert run.returncode != 0 and "3 launches do not split into groups of 2" in run.stderr
