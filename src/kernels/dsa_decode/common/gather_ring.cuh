@@ -144,11 +144,12 @@ __device__ void produce_rows(const RowSource& src, const int32_t* slots, int cou
     const int b = i % Stages;
     kernels::mbar_wait(&empty[b], ((i / Stages) & 1) ^ 1);
     const int rows = min(kStageRows, count - i * kStageRows);
-    MLAKIT_STAMP(threadIdx.x % 32 == 0 && i == 0 && r0 == 0, kFillStart);
-    fill_stage<G>(src, slots + i * kStageRows, rows, ring + b * kStageElems, &full[b], r0, r0 + kShare,
-                  i == 0 && r0 == 0);
-    MLAKIT_STAMP(threadIdx.x % 32 == 0 && i == 0 && r0 == 0, kIssued);
-    MLAKIT_STAMP(threadIdx.x % 32 == 0 && i == num_stages - 1 && r0 == 0, kLastIssued);
+    // The phase timeline's stamps (timeline.cuh): the first warp of the first and the last stage.
+    [[maybe_unused]] const bool stamp_first = i == 0 && r0 == 0, stamp_last = i == num_stages - 1 && r0 == 0;
+    MLAKIT_STAMP(stamp_first && threadIdx.x % 32 == 0, kFillStart);
+    fill_stage<G>(src, slots + i * kStageRows, rows, ring + b * kStageElems, &full[b], r0, r0 + kShare, stamp_first);
+    MLAKIT_STAMP(stamp_first && threadIdx.x % 32 == 0, kIssued);
+    MLAKIT_STAMP(stamp_last && threadIdx.x % 32 == 0, kLastIssued);
   }
 }
 
