@@ -19,8 +19,8 @@ import statistics
 import sys
 
 SLOTS = dict(start=0, sliced=1, q_ready=2, first_tile=3, last_tile=4, stored=5, met=6, merged=7, count=8,
-             issued=9, stop=11, last_issued=12, sm=13, start_ns=14, stop_ns=15, last_qk=16, last_softmax=17,
-             last_pv=18, row_sums=19, fill_start=20, fill_zeroed=21, fill_bulk=22)
+             issued=9, arrived=10, stop=11, last_issued=12, sm=13, start_ns=14, stop_ns=15, last_qk=16, last_softmax=17,
+             last_pv=18, row_sums=19, fill_start=20, fill_zeroed=21, fill_bulk=22, merge_loaded=23)
 
 # (column, from slot, to slot): a phase is the difference of two clock stamps of one CTA.
 PHASES = [
@@ -37,7 +37,9 @@ PHASES = [
     ("sums", "last_pv", "row_sums"),          # row sums over the warps
     ("store", "row_sums", "stored"),          # output or partial out
     ("meet", "stored", "met"),                # split rows: until every CTA of the row is out
+    ("arrive", "stored", "arrived"),          # ... of which: the CTA barrier, fence and arrival
     ("merge", "met", "merged"),               # split rows: this CTA's share of the merge
+    ("mload", "met", "merge_loaded"),         # ... of which: thread 0's first batch loaded and folded
 ]
 
 

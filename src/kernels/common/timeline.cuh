@@ -29,6 +29,7 @@ enum Slot : int {
   kMerged = 7,        // split rows: this CTA's share merged and stored
   kCount = 8,         // value: valid slots of the CTA | splits of the row << 32
   kIssued = 9,        // producer (first warp of the first stage): the first stage requested
+  kArrived = 10,      // split rows: thread 0's arrival posted (after the CTA barrier and fence)
   kStop = 11,         // last instruction
   kLastIssued = 12,   // producer: the last stage requested
   kSm = 13,           // value: %smid
@@ -41,6 +42,7 @@ enum Slot : int {
   kFillStart = 20,    // producer, first stage: its empty slot waited for
   kFillZeroed = 21,   // producer, first stage: the tail rows zeroed
   kFillBulk = 22,     // producer, first stage: its bulk copies issued
+  kMergeLoaded = 23,  // split rows: thread 0's first batch of partials loaded and folded
 };
 constexpr int kSlots = 24, kMaxCtas = 8192;
 

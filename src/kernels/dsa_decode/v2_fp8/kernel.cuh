@@ -353,13 +353,12 @@ __device__ __forceinline__ void combine_warpgroups(Smem& s, int v, RowState& st,
 
 // Output rows [16 hb, 16 hb + 16): one split writes O / l as bf16 (and the lse), several the
 // unnormalised partial; a lane's dims are [128 w + 32 q + 8 t, + 8) for q = 0..3 (see above).
-// The bf16 rows go out from the fragments (a quad writes 64 contiguous bytes: whole sectors). The
-// fp32 partial would leave a lane's 32 bytes as two 16-byte halves, every store instruction
-// touching half of 32 sectors, twice the L2 write requests of the same bytes; so each warp stages
-// its 16 x 128 floats in the ring, behind combine_warpgroups' area (every stage is consumed and the
-// warpgroup is past reduce_row_sums' barrier), and writes them a row of 512 bytes per instruction.
-// In a cluster (kCluster) the staged partial and its (m, l) stay in shared memory, where
-// merge_cluster reads them.
+// The bf16 rows go out from the fragments (a quad writes 64 contiguous bytes: whole sectors), the
+// output's scaled by 1 / l, the partial's as they are (bf16 partials, v2_fused devlog step 20; the
+// fp32 partial had to be staged: a lane's 32 bytes as two 16-byte halves touched half of 32 sectors
+// per store). In a cluster (kCluster) each warp stages its fp32 16 x 128 partial in the ring,
+// behind combine_warpgroups' area (every stage is consumed and the warpgroup is past
+// reduce_row_sums' barrier), where merge_cluster reads it with its (m, l).
 template <bool kPartial, bool kCluster, class Smem>
 __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int split, const RowState& st,
                                       const float (&l_total)[2], const float (&o)[kOTiles][4]) {
@@ -376,23 +375,20 @@ __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int spli
     for (int q = 0; q < 4; ++q) {
       const float* lo[4] = {&o[4 * q][2 * r], &o[4 * q + 1][2 * r], &o[4 * q + 2][2 * r], &o[4 * q + 3][2 * r]};
       const float* hi[4] = {&o[4 * q][2 * r + 1], &o[4 * q + 1][2 * r + 1], &o[4 * q + 2][2 * r + 1], &o[4 * q + 3][2 * r + 1]};
-      if constexpr (kPartial) {
+      if constexpr (kPartial && kCluster) {
         auto* dst = reinterpret_cast<float4*>(stage + (g + 8 * r) * kPitch + 32 * q + 8 * t);
         dst[0] = make_float4(*lo[0], *lo[1], *lo[2], *lo[3]);
         dst[1] = make_float4(*hi[0], *hi[1], *hi[2], *hi[3]);
+      } else if constexpr (kPartial) {  // bf16 partial rows (dsa_v2::part_o_bf16), unscaled
+        *reinterpret_cast<uint4*>(dsa_v2::part_o_bf16(p) + base + 32 * q) =
+            make_uint4(pack_bf16x2(*lo[0], *lo[1]), pack_bf16x2(*lo[2], *lo[3]), pack_bf16x2(*hi[0], *hi[1]),
+                       pack_bf16x2(*hi[2], *hi[3]));
       } else {
         *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + base + 32 * q) =
             make_uint4(pack_bf16x2(*lo[0] * inv, *lo[1] * inv), pack_bf16x2(*lo[2] * inv, *lo[3] * inv),
                        pack_bf16x2(*hi[0] * inv, *hi[1] * inv), pack_bf16x2(*hi[2] * inv, *hi[3] * inv));
       }
     }
-  }
-  if constexpr (kPartial && !kCluster) {
-    __syncwarp();
-#pragma unroll 4
-    for (int r = 0; r < kHeads; ++r)
-      *reinterpret_cast<float4*>(p.part_o + (row0 + r) * kDimV + w * kDimsPerWarp + 4 * lane) =
-          *reinterpret_cast<const float4*>(stage + r * kPitch + 4 * lane);
   }
   if (w == 0 && t == 0) {
     auto* staged_ml = reinterpret_cast<float2*>(&s.ring[0][0] + kStagedMlOffset);
@@ -551,7 +547,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
       const auto consumers_sync = [] { named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads); };
       uint32_t* counters = p.counters + 2 * hb;
       dsa_v2::wait_for_row(&counters[0], rs.splits, consumers_sync);
-      dsa_v2::merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
+      dsa_v2::merge_splits<true>(p, hb, split, rs.splits, kWgs * kConsumerThreads);
       dsa_v2::leave_row(counters, rs.splits);
     }
   }

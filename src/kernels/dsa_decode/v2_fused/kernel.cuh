@@ -17,9 +17,9 @@
 //   the warps after them: producers (common/gather_ring.cuh): Q, then the split's rows, stage by
 //   stage, by cp.async.bulk and/or 16-byte cp.async, completion counted on mbarriers.
 //   One split: bf16 output and lse written directly. Several: each CTA writes its unnormalised
-//   (O, m, l) partial to the workspace, the row's CTAs meet at a counter there (all co-resident:
-//   the launch is cooperative), and CTA s merges its share of the 16 x 64 output chunks in split
-//   order (deterministic); the last CTA to leave sets the counters back to zero. (Per CTA group:
+//   (O, m, l) partial to the workspace (O as bf16, m and l fp32), the row's CTAs meet at a counter
+//   there (all co-resident: the launch is cooperative), and CTA s merges its share of the 16 x 64
+//   output chunks in split order (deterministic); the last CTA to leave sets the counters back to zero. (Per CTA group:
 //   the head groups of a row never wait for each other.)
 //   Shared memory (traits.h, SmemPlan): barriers | per consumer warpgroup: reductions, Q / partial S
 //   18.7 KB, P 2.3 KB | Stages x 36.5 KB ring | slots 10 KB.
@@ -29,6 +29,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/bf16x2.cuh"
 #include "kernels/common/chunk_merge.cuh"
 #include "kernels/common/timeline.cuh"
 #include "kernels/dsa_decode/common/gather_ring.cuh"
@@ -105,50 +106,61 @@ constexpr int kStageOutPitch = kDimsPerWarp + 8;
 static_assert(kConsumerWarps * kHeads * kStageOutPitch * 2 <= sizeof(WgPart::q),
               "each warp's staged block fits in its warpgroup's Q / partial-S area");
 
-// One split: O / l as bf16 and lse = m + log2(l) (consumer threads, after reduce_row_sums).
-template <class Part>
-__device__ void store_output(const Params& p, Part& part, int hb, const RowState& st, const float (&l_total)[2],
-                             const float (&o)[kOTiles][4]) {
+// Each warp's 16 x 128 block of O as bf16 into the 16 rows of kDimV bf16 at dst (this warp's 128
+// columns): staged, then whole rows stored. Scaled: row r of the fragments times scale[r] (the
+// output's 1 / l); else as they are (a partial).
+template <bool Scaled, class Part>
+__device__ __forceinline__ void store_rows_bf16(Part& part, uint16_t* dst, const float (&scale)[2],
+                                                const float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4, q = lane % 4;
   uint16_t* stage = part.q + warp * kHeads * kStageOutPitch;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const float inv = 1.f / l_total[r];
+    const float k = Scaled ? scale[r] : 1.f;
 #pragma unroll
     for (int j = 0; j < kOTiles; ++j)
       *reinterpret_cast<uint32_t*>(stage + (g + 8 * r) * kStageOutPitch + 8 * j + 2 * q) =
-          pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+          Scaled ? pack_bf16x2(o[j][2 * r] * k, o[j][2 * r + 1] * k) : pack_bf16x2(o[j][2 * r], o[j][2 * r + 1]);
   }
   __syncwarp();
   // Two rows of 256 bytes per instruction: lane L moves 16-byte chunk L % 16 of row 2 i + L / 16.
-  auto* out = static_cast<uint16_t*>(p.io.output) + int64_t(hb) * kHeads * kDimV + warp * kDimsPerWarp;
+  uint16_t* out = dst + warp * kDimsPerWarp;
 #pragma unroll
   for (int i = 0; i < kHeads / 2; ++i) {
     const int row = 2 * i + lane / 16, chunk = lane % 16;
     *reinterpret_cast<uint4*>(out + row * kDimV + chunk * 8) =
         *reinterpret_cast<const uint4*>(stage + row * kStageOutPitch + chunk * 8);
   }
-  if (warp == 0 && q == 0) {
+}
+
+// One split: O / l as bf16 and lse = m + log2(l) (consumer threads, after reduce_row_sums).
+template <class Part>
+__device__ void store_output(const Params& p, Part& part, int hb, const RowState& st, const float (&l_total)[2],
+                             const float (&o)[kOTiles][4]) {
+  const float inv[2] = {1.f / l_total[0], 1.f / l_total[1]};
+  store_rows_bf16<true>(part, static_cast<uint16_t*>(p.io.output) + int64_t(hb) * kHeads * kDimV, inv, o);
+  const int lane = threadIdx.x % 32, g = lane / 4;
+  if (wg_warp() == 0 && lane % 4 == 0) {
     p.io.lse[hb * kHeads + g] = st.m[0] + log2f(l_total[0]);
     p.io.lse[hb * kHeads + g + 8] = st.m[1] + log2f(l_total[1]);
   }
 }
 
-// Several splits: the unnormalised partial (O, m, l) of split s (consumer threads). Straight from
-// the fragments: a quad writes 32 contiguous bytes of a row, whole sectors (staged like the output
-// it measured no faster: devlog step 19).
-__device__ inline void store_partial(const Params& p, SplitRows rows, int split, const RowState& st,
-                                     const float (&l_total)[2], const float (&o)[kOTiles][4]) {
-  const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4;
+// The partial O rows of this kernel and v2_fp8 are bf16 (kDimV per row, in the first half of the
+// fp32 layout's region): half the bytes through L2 on the store and on the merge's loads (devlog
+// step 20). h64 keeps fp32 partials (merge_splits<false>).
+__device__ __forceinline__ uint16_t* part_o_bf16(const Params& p) { return reinterpret_cast<uint16_t*>(p.part_o); }
+
+// Several splits: the unnormalised partial (O, m, l) of split s (consumer threads, after
+// reduce_row_sums), O as bf16 staged like the output.
+template <class Part>
+__device__ void store_partial(const Params& p, Part& part, SplitRows rows, int split, const RowState& st,
+                              const float (&l_total)[2], const float (&o)[kOTiles][4]) {
   const int64_t row0 = rows.first + split * rows.stride;
-  const int col = warp * kDimsPerWarp + 2 * (lane % 4);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float* dst = p.part_o + (row0 + g + 8 * r) * kDimV + col;
-#pragma unroll
-    for (int j = 0; j < kOTiles; ++j) *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[j][2 * r], o[j][2 * r + 1]);
-  }
-  if (warp == 0 && lane % 4 == 0) {
+  const float unused[2] = {};
+  store_rows_bf16<false>(part, part_o_bf16(p) + row0 * kDimV, unused, o);
+  const int lane = threadIdx.x % 32, g = lane / 4;
+  if (wg_warp() == 0 && lane % 4 == 0) {
     p.part_ml[row0 + g] = make_float2(st.m[0], l_total[0]);
     p.part_ml[row0 + g + 8] = make_float2(st.m[1], l_total[1]);
   }
@@ -176,8 +188,11 @@ template <class Smem, class Part>
 __device__ void store_partial_staged(const Params& p, Smem& s, const Part& part, SplitRows rows, int split) {
   const int64_t row0 = rows.first + split * rows.stride;
   const auto* o = reinterpret_cast<const float4*>(&s.ring[0][0]);
-  auto* dst = reinterpret_cast<float4*>(p.part_o + row0 * kDimV);
-  for (int i = threadIdx.x; i < kHeads * kDimV / 4; i += kConsumerThreads) dst[i] = o[i];
+  auto* dst = reinterpret_cast<uint4*>(part_o_bf16(p) + row0 * kDimV);
+  for (int i = threadIdx.x; i < kHeads * kDimV / 8; i += kConsumerThreads) {
+    const float4 a = o[2 * i], b = o[2 * i + 1];
+    dst[i] = make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y), pack_bf16x2(b.z, b.w));
+  }
   if (threadIdx.x < kHeads) p.part_ml[row0 + threadIdx.x] = make_float2(part.head_m[threadIdx.x], part.head_l[threadIdx.x]);
 }
 
@@ -189,6 +204,7 @@ __device__ void wait_for_row(uint32_t* arrivals, int splits, Sync&& sync) {
   if (threadIdx.x == 0) {
     __threadfence();
     atomicAdd(arrivals, 1u);
+    MLAKIT_STAMP(true, kArrived);
     while (ld_acquire_gpu(arrivals) < uint32_t(splits)) __nanosleep(32);
     __threadfence();
   }
@@ -222,13 +238,16 @@ __device__ __forceinline__ void store_chunk(const Params& p, const ChunkMerge& m
   if (d0 == 0) p.io.lse[hb * kHeads + h] = m.lse();
 }
 
-// Threads [0, threads) take part.
-__device__ inline void merge_splits(const Params& p, SplitRows rows, int hb, int split, int splits, int threads) {
+// Threads [0, threads) take part. Bf16Part: O partials as bf16 (the ring kernels', v2_fp8's), else
+// fp32 (h64's).
+template <bool Bf16Part = false>
+__device__ void merge_splits(const Params& p, SplitRows rows, int hb, int split, int splits, int threads) {
   constexpr int kChunks = kHeads * kDimV / 8;
   const float2* ml = p.part_ml + rows.first;
   const float* part = p.part_o + rows.first * kDimV;
-  const int end = (split + 1) * kChunks / splits;
-  for (int c = split * kChunks / splits + threadIdx.x; c < end; c += threads) {
+  const uint16_t* part16 = part_o_bf16(p) + rows.first * kDimV;
+  const int begin = split * kChunks / splits, end = (split + 1) * kChunks / splits;
+  for (int c = begin + threadIdx.x; c < end; c += threads) {
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
     ChunkMerge m;
     for (int j0 = 0; j0 < splits; j0 += kMergeBatch) {
@@ -238,20 +257,28 @@ __device__ inline void merge_splits(const Params& p, SplitRows rows, int hb, int
       for (int u = 0; u < kMergeBatch; ++u) {  // all loads of the batch first
         const bool in = j0 + u < splits;
         const int64_t row = (j0 + u) * rows.stride + h;
-        const float4* src = reinterpret_cast<const float4*>(part + row * kDimV + d0);
-        a[u] = in ? src[0] : float4{};
-        b[u] = in ? src[1] : float4{};
+        if constexpr (Bf16Part) {
+          const uint4 x = in ? *reinterpret_cast<const uint4*>(part16 + row * kDimV + d0) : make_uint4(0, 0, 0, 0);
+          a[u] = unpack_bf16x4(x.x, x.y);
+          b[u] = unpack_bf16x4(x.z, x.w);
+        } else {
+          const float4* src = reinterpret_cast<const float4*>(part + row * kDimV + d0);
+          a[u] = in ? src[0] : float4{};
+          b[u] = in ? src[1] : float4{};
+        }
         v[u] = in ? ml[row] : float2{};
       }
 #pragma unroll
       for (int u = 0; u < kMergeBatch; ++u) m.add(v[u].x, v[u].y, a[u], b[u]);  // l = 0 past the splits
+      MLAKIT_STAMP(threadIdx.x == 0 && j0 == 0 && c == begin, kMergeLoaded);
     }
     store_chunk(p, m, hb, h, d0);
   }
 }
-// Partials per block (no pooling): h64 and v2_fp8.
-__device__ inline void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
-  merge_splits(p, SplitRows{int64_t(hb) * p.max_splits * kHeads, kHeads}, hb, split, splits, threads);
+// Partials per block (no pooling): h64 (fp32) and v2_fp8 (bf16).
+template <bool Bf16Part = false>
+__device__ void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
+  merge_splits<Bf16Part>(p, SplitRows{int64_t(hb) * p.max_splits * kHeads, kHeads}, hb, split, splits, threads);
 }
 
 // A consumer warpgroup's part of one split (either MMA path; wgmma with one warpgroup): its 16
@@ -275,7 +302,7 @@ __device__ void consume_and_store(const Params& p, Smem& s, WgPart& part, int hb
     reduce_row_sums(part, st, l_total);
     MLAKIT_STAMP(threadIdx.x == 0, kRowSums);
     if (rs.splits == 1) store_output(p, part, hb, st, l_total, o);
-    else store_partial(p, rows, split, st, l_total, o);
+    else store_partial(p, part, rows, split, st, l_total, o);
   }
 }
 
@@ -350,7 +377,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   wait_for_row(&counters[0], rs.splits);
   MLAKIT_STAMP(threadIdx.x == 0, kMet);
   for (int w = 0; w < Wgs; ++w)
-    merge_splits(p, split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token), block * Wgs + w,
+    merge_splits<true>(p, split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token), block * Wgs + w,
                  split, rs.splits, blockDim.x);
   MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   leave_row(counters, rs.splits);
