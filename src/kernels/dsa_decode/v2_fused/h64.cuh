@@ -95,26 +95,44 @@ __device__ inline void total_sums(SmemPlan& s, const Rows& st, float (&l_total)[
   rows64::total_sums(s, st, l_total);
 }
 
+// A quad's words of four neighbouring n8 tiles (a[t]: this lane's bf16 pair of tile t, columns 2q
+// and 2q + 1) transposed so that lane q holds all of tile q (lane s's pair in word s): the quad's
+// 64 contiguous bytes go out as one 16-byte store per lane, whole sectors, instead of four
+// 4-byte stores per lane that each fill half a sector (devlog step 21).
+__device__ __forceinline__ uint4 quad_transpose(const uint32_t (&a)[4], int q) {
+  const auto pick = [](const uint32_t (&v)[4], int i) { return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3]; };
+  uint32_t got[4];  // got[i]: lane q ^ i's pair of tile q
+  got[0] = pick(a, q);
+#pragma unroll
+  for (int i = 1; i < 4; ++i) got[i] = __shfl_xor_sync(0xffffffffu, pick(a, q ^ i), i);
+  return make_uint4(pick(got, q), pick(got, q ^ 1), pick(got, q ^ 2), pick(got, q ^ 3));
+}
+
 // One split: O / l as bf16 and the lse; several: the unnormalised partial of 16-head block hb =
-// 4 block + warp (consumer threads).
+// 4 block + warp, O as bf16 (part_o_bf16) and (m, l) fp32 (consumer threads).
 __device__ inline void store(const Params& p, int block, int split, int splits, const Rows& st,
                              const float (&l_total)[2], const float (&o)[128]) {
   const int wg = consumer_wg(), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int hb = block * (kCtaHeads / kHeads) + wg_warp();
-  const int col = wg * kDimsPerWg + 2 * q;
-  if (splits == 1) {
-    auto* out = static_cast<uint32_t*>(p.io.output);
+  const bool whole = splits == 1;
+  const int64_t row0 = whole ? int64_t(hb) * kHeads : (int64_t(hb) * p.max_splits + split) * kHeads;
+  uint16_t* dst = (whole ? static_cast<uint16_t*>(p.io.output) : part_o_bf16(p)) + wg * kDimsPerWg;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float inv = 1.f / l_total[r];
-      const int64_t base = (int64_t(hb) * kHeads + g + 8 * r) * kDimV + col;
+  for (int r = 0; r < 2; ++r) {
+    const float k = whole ? 1.f / l_total[r] : 1.f;
+    uint16_t* row = dst + (row0 + g + 8 * r) * kDimV;
 #pragma unroll
-      for (int j = 0; j < 32; ++j) out[(base + 8 * j) / 2] = pack_bf16x2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
-      if (wg == 0 && q == 0) p.io.lse[hb * kHeads + g + 8 * r] = st.m[r] + log2f(l_total[r]);
+    for (int j0 = 0; j0 < 32; j0 += 4) {  // n8 tiles j0 .. j0 + 3: dims [8 j0, 8 j0 + 32) of the warpgroup's
+      uint32_t a[4];
+#pragma unroll
+      for (int t = 0; t < 4; ++t) a[t] = pack_bf16x2(o[4 * (j0 + t) + 2 * r] * k, o[4 * (j0 + t) + 2 * r + 1] * k);
+      *reinterpret_cast<uint4*>(row + 8 * (j0 + q)) = quad_transpose(a, q);
     }
-    return;
+    if (wg == 0 && q == 0) {
+      if (whole) p.io.lse[hb * kHeads + g + 8 * r] = st.m[r] + log2f(l_total[r]);
+      else p.part_ml[row0 + g + 8 * r] = make_float2(st.m[r], l_total[r]);
+    }
   }
-  rows64::store_partial(p.part_o, p.part_ml, (int64_t(hb) * p.max_splits + split) * kHeads, st, l_total, o);
 }
 
 __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_constant__ Params p) {
@@ -167,7 +185,7 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   uint32_t* counters = p.counters + 2 * block;
   wait_for_row(&counters[0], rs.splits, [] { pair_sync(); });
   for (int w = 0; w < kBlocksPerCta; ++w)
-    merge_splits(p, block * kBlocksPerCta + w, split, rs.splits, kWgs * kConsumerThreads);
+    merge_splits<true>(p, block * kBlocksPerCta + w, split, rs.splits, kWgs * kConsumerThreads);
   leave_row(counters, rs.splits);
 }
 

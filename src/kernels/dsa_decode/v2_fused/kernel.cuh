@@ -146,9 +146,9 @@ __device__ void store_output(const Params& p, Part& part, int hb, const RowState
   }
 }
 
-// The partial O rows of this kernel and v2_fp8 are bf16 (kDimV per row, in the first half of the
-// fp32 layout's region): half the bytes through L2 on the store and on the merge's loads (devlog
-// step 20). h64 keeps fp32 partials (merge_splits<false>).
+// The partial O rows of every v2_fused kernel and of v2_fp8 are bf16 (kDimV per row, in the first
+// half of the fp32 layout's region): half the bytes through L2 on the store and on the merge's
+// loads (devlog steps 20 and 21).
 __device__ __forceinline__ uint16_t* part_o_bf16(const Params& p) { return reinterpret_cast<uint16_t*>(p.part_o); }
 
 // Several splits: the unnormalised partial (O, m, l) of split s (consumer threads, after
@@ -238,8 +238,7 @@ __device__ __forceinline__ void store_chunk(const Params& p, const ChunkMerge& m
   if (d0 == 0) p.io.lse[hb * kHeads + h] = m.lse();
 }
 
-// Threads [0, threads) take part. Bf16Part: O partials as bf16 (the ring kernels', v2_fp8's), else
-// fp32 (h64's).
+// Threads [0, threads) take part. Bf16Part: O partials as bf16 (part_o_bf16), else fp32.
 template <bool Bf16Part = false>
 __device__ void merge_splits(const Params& p, SplitRows rows, int hb, int split, int splits, int threads) {
   constexpr int kChunks = kHeads * kDimV / 8;
@@ -275,7 +274,7 @@ __device__ void merge_splits(const Params& p, SplitRows rows, int hb, int split,
     store_chunk(p, m, hb, h, d0);
   }
 }
-// Partials per block (no pooling): h64 (fp32) and v2_fp8 (bf16).
+// Partials per block (no pooling): h64 and v2_fp8.
 template <bool Bf16Part = false>
 __device__ void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
   merge_splits<Bf16Part>(p, SplitRows{int64_t(hb) * p.max_splits * kHeads, kHeads}, hb, split, splits, threads);

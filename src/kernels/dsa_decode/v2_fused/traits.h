@@ -62,8 +62,8 @@ struct Params {
   int min_rows;          // least slots per split (a multiple of kStageRows)
   float scale_log2;      // sm_scale * log2(e)
   // Partials are per block of 16 heads (T x H / 16 blocks), counters per CTA group (T x head_groups).
-  float* part_o;         // [T x H / 16, max_splits, 16, 512] unnormalised partial outputs: fp32 (h64), or
-                         // bf16 in the region's first half (the ring kernels and v2_fp8: part_o_bf16)
+  float* part_o;         // [T x H / 16, max_splits, 16, 512] unnormalised partial outputs, bf16 in the
+                         // first half of the region sized for fp32 (part_o_bf16)
   float2* part_ml;       // [T x H / 16, max_splits, 16] (running max in the log2 domain, sum of 2^(x - m))
   uint32_t* counters;    // [T x head_groups, 2] arrivals and departures of the group's CTAs; zero between calls
   int32_t* slots;        // h64 only: [T x gridDim.x, topk] each CTA's compacted slots
