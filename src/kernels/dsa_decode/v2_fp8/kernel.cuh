@@ -547,7 +547,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
       const auto consumers_sync = [] { named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads); };
       uint32_t* counters = p.counters + 2 * hb;
       dsa_v2::wait_for_row(&counters[0], rs.splits, consumers_sync);
-      dsa_v2::merge_splits<true>(p, hb, split, rs.splits, kWgs * kConsumerThreads);
+      dsa_v2::merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
       dsa_v2::leave_row(counters, rs.splits);
     }
   }

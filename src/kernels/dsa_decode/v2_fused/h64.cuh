@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   uint32_t* counters = p.counters + 2 * block;
   wait_for_row(&counters[0], rs.splits, [] { pair_sync(); });
   for (int w = 0; w < kBlocksPerCta; ++w)
-    merge_splits<true>(p, block * kBlocksPerCta + w, split, rs.splits, kWgs * kConsumerThreads);
+    merge_splits(p, block * kBlocksPerCta + w, split, rs.splits, kWgs * kConsumerThreads);
   leave_row(counters, rs.splits);
 }
 

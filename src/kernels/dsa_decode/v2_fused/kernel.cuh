@@ -238,13 +238,11 @@ __device__ __forceinline__ void store_chunk(const Params& p, const ChunkMerge& m
   if (d0 == 0) p.io.lse[hb * kHeads + h] = m.lse();
 }
 
-// Threads [0, threads) take part. Bf16Part: O partials as bf16 (part_o_bf16), else fp32.
-template <bool Bf16Part = false>
-__device__ void merge_splits(const Params& p, SplitRows rows, int hb, int split, int splits, int threads) {
+// Threads [0, threads) take part; the O partials are bf16 (part_o_bf16).
+__device__ inline void merge_splits(const Params& p, SplitRows rows, int hb, int split, int splits, int threads) {
   constexpr int kChunks = kHeads * kDimV / 8;
   const float2* ml = p.part_ml + rows.first;
-  const float* part = p.part_o + rows.first * kDimV;
-  const uint16_t* part16 = part_o_bf16(p) + rows.first * kDimV;
+  const uint16_t* part = part_o_bf16(p) + rows.first * kDimV;
   const int begin = split * kChunks / splits, end = (split + 1) * kChunks / splits;
   for (int c = begin + threadIdx.x; c < end; c += threads) {
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
@@ -256,15 +254,9 @@ __device__ void merge_splits(const Params& p, SplitRows rows, int hb, int split,
       for (int u = 0; u < kMergeBatch; ++u) {  // all loads of the batch first
         const bool in = j0 + u < splits;
         const int64_t row = (j0 + u) * rows.stride + h;
-        if constexpr (Bf16Part) {
-          const uint4 x = in ? *reinterpret_cast<const uint4*>(part16 + row * kDimV + d0) : make_uint4(0, 0, 0, 0);
-          a[u] = unpack_bf16x4(x.x, x.y);
-          b[u] = unpack_bf16x4(x.z, x.w);
-        } else {
-          const float4* src = reinterpret_cast<const float4*>(part + row * kDimV + d0);
-          a[u] = in ? src[0] : float4{};
-          b[u] = in ? src[1] : float4{};
-        }
+        const uint4 x = in ? *reinterpret_cast<const uint4*>(part + row * kDimV + d0) : make_uint4(0, 0, 0, 0);
+        a[u] = unpack_bf16x4(x.x, x.y);
+        b[u] = unpack_bf16x4(x.z, x.w);
         v[u] = in ? ml[row] : float2{};
       }
 #pragma unroll
@@ -275,9 +267,8 @@ __device__ void merge_splits(const Params& p, SplitRows rows, int hb, int split,
   }
 }
 // Partials per block (no pooling): h64 and v2_fp8.
-template <bool Bf16Part = false>
-__device__ void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
-  merge_splits<Bf16Part>(p, SplitRows{int64_t(hb) * p.max_splits * kHeads, kHeads}, hb, split, splits, threads);
+__device__ inline void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
+  merge_splits(p, SplitRows{int64_t(hb) * p.max_splits * kHeads, kHeads}, hb, split, splits, threads);
 }
 
 // A consumer warpgroup's part of one split (either MMA path; wgmma with one warpgroup): its 16
@@ -376,7 +367,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   wait_for_row(&counters[0], rs.splits);
   MLAKIT_STAMP(threadIdx.x == 0, kMet);
   for (int w = 0; w < Wgs; ++w)
-    merge_splits<true>(p, split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token), block * Wgs + w,
+    merge_splits(p, split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token), block * Wgs + w,
                  split, rs.splits, blockDim.x);
   MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   leave_row(counters, rs.splits);
