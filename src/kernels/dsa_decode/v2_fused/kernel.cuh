@@ -19,8 +19,8 @@
 //   One split: bf16 output and lse written directly. Several: each CTA writes its unnormalised
 //   (O, m, l) partial to the workspace (O as bf16, m and l fp32), the row's CTAs meet at a counter
 //   there (all co-resident: the launch is cooperative), and CTA s merges its share of the 16 x 64
-//   output chunks in split order (deterministic); the last CTA to leave sets the counters back to zero. (Per CTA group:
-//   the head groups of a row never wait for each other.)
+//   output chunks in split order (deterministic); the last CTA to leave sets the counters back to
+//   zero. (Per CTA group: the head groups of a row never wait for each other.)
 //   Shared memory (traits.h, SmemPlan): barriers | per consumer warpgroup: reductions, Q / partial S
 //   18.7 KB, P 2.3 KB | Stages x 36.5 KB ring | slots 10 KB.
 // Devlog: docs/kernels/dsa_decode_v2_fused.md
