@@ -370,7 +370,7 @@ __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int spli
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t base = (row0 + g + 8 * r) * kDimV + w * kDimsPerWarp + 8 * t;
-    const float inv = 1.f / l_total[r];
+    const float k = kPartial ? 1.f : 1.f / l_total[r];  // a partial stays unnormalised
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const float* lo[4] = {&o[4 * q][2 * r], &o[4 * q + 1][2 * r], &o[4 * q + 2][2 * r], &o[4 * q + 3][2 * r]};
@@ -379,14 +379,11 @@ __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int spli
         auto* dst = reinterpret_cast<float4*>(stage + (g + 8 * r) * kPitch + 32 * q + 8 * t);
         dst[0] = make_float4(*lo[0], *lo[1], *lo[2], *lo[3]);
         dst[1] = make_float4(*hi[0], *hi[1], *hi[2], *hi[3]);
-      } else if constexpr (kPartial) {  // bf16 partial rows (dsa_v2::part_o_bf16), unscaled
-        *reinterpret_cast<uint4*>(dsa_v2::part_o_bf16(p) + base + 32 * q) =
-            make_uint4(pack_bf16x2(*lo[0], *lo[1]), pack_bf16x2(*lo[2], *lo[3]), pack_bf16x2(*hi[0], *hi[1]),
-                       pack_bf16x2(*hi[2], *hi[3]));
-      } else {
-        *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + base + 32 * q) =
-            make_uint4(pack_bf16x2(*lo[0] * inv, *lo[1] * inv), pack_bf16x2(*lo[2] * inv, *lo[3] * inv),
-                       pack_bf16x2(*hi[0] * inv, *hi[1] * inv), pack_bf16x2(*hi[2] * inv, *hi[3] * inv));
+      } else {  // bf16 rows: the output, or the partial (dsa_v2::part_o_bf16)
+        uint16_t* out = kPartial ? dsa_v2::part_o_bf16(p) : static_cast<uint16_t*>(p.io.output);
+        *reinterpret_cast<uint4*>(out + base + 32 * q) =
+            make_uint4(pack_bf16x2(*lo[0] * k, *lo[1] * k), pack_bf16x2(*lo[2] * k, *lo[3] * k),
+                       pack_bf16x2(*hi[0] * k, *hi[1] * k), pack_bf16x2(*hi[2] * k, *hi[3] * k));
       }
     }
   }

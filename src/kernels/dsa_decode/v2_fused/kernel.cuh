@@ -106,22 +106,20 @@ constexpr int kStageOutPitch = kDimsPerWarp + 8;
 static_assert(kConsumerWarps * kHeads * kStageOutPitch * 2 <= sizeof(WgPart::q),
               "each warp's staged block fits in its warpgroup's Q / partial-S area");
 
-// Each warp's 16 x 128 block of O as bf16 into the 16 rows of kDimV bf16 at dst (this warp's 128
-// columns): staged, then whole rows stored. Scaled: row r of the fragments times scale[r] (the
-// output's 1 / l); else as they are (a partial).
-template <bool Scaled, class Part>
+// Each warp's 16 x 128 block of O, row r of its fragments times scale[r] (the output's 1 / l, a
+// partial's 1), as bf16 into the 16 rows of kDimV bf16 at dst (this warp's 128 columns): staged,
+// then whole rows stored.
+template <class Part>
 __device__ __forceinline__ void store_rows_bf16(Part& part, uint16_t* dst, const float (&scale)[2],
                                                 const float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, warp = wg_warp(), g = lane / 4, q = lane % 4;
   uint16_t* stage = part.q + warp * kHeads * kStageOutPitch;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const float k = Scaled ? scale[r] : 1.f;
+  for (int r = 0; r < 2; ++r)
 #pragma unroll
     for (int j = 0; j < kOTiles; ++j)
       *reinterpret_cast<uint32_t*>(stage + (g + 8 * r) * kStageOutPitch + 8 * j + 2 * q) =
-          Scaled ? pack_bf16x2(o[j][2 * r] * k, o[j][2 * r + 1] * k) : pack_bf16x2(o[j][2 * r], o[j][2 * r + 1]);
-  }
+          pack_bf16x2(o[j][2 * r] * scale[r], o[j][2 * r + 1] * scale[r]);
   __syncwarp();
   // Two rows of 256 bytes per instruction: lane L moves 16-byte chunk L % 16 of row 2 i + L / 16.
   uint16_t* out = dst + warp * kDimsPerWarp;
@@ -138,7 +136,7 @@ template <class Part>
 __device__ void store_output(const Params& p, Part& part, int hb, const RowState& st, const float (&l_total)[2],
                              const float (&o)[kOTiles][4]) {
   const float inv[2] = {1.f / l_total[0], 1.f / l_total[1]};
-  store_rows_bf16<true>(part, static_cast<uint16_t*>(p.io.output) + int64_t(hb) * kHeads * kDimV, inv, o);
+  store_rows_bf16(part, static_cast<uint16_t*>(p.io.output) + int64_t(hb) * kHeads * kDimV, inv, o);
   const int lane = threadIdx.x % 32, g = lane / 4;
   if (wg_warp() == 0 && lane % 4 == 0) {
     p.io.lse[hb * kHeads + g] = st.m[0] + log2f(l_total[0]);
@@ -157,8 +155,8 @@ template <class Part>
 __device__ void store_partial(const Params& p, Part& part, SplitRows rows, int split, const RowState& st,
                               const float (&l_total)[2], const float (&o)[kOTiles][4]) {
   const int64_t row0 = rows.first + split * rows.stride;
-  const float unused[2] = {};
-  store_rows_bf16<false>(part, part_o_bf16(p) + row0 * kDimV, unused, o);
+  const float one[2] = {1.f, 1.f};
+  store_rows_bf16(part, part_o_bf16(p) + row0 * kDimV, one, o);
   const int lane = threadIdx.x % 32, g = lane / 4;
   if (wg_warp() == 0 && lane % 4 == 0) {
     p.part_ml[row0 + g] = make_float2(st.m[0], l_total[0]);
