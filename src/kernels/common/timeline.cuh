@@ -20,7 +20,7 @@ namespace mlakit::kernels::timeline {
 
 enum Slot : int {
   kStart = 0,         // first instruction
-  kSliced = 1,        // the index row compacted (slice_row returned)
+  kSliced = 1,        // the index row compacted (slice_entries returned)
   kQReady = 2,        // consumers: Q in registers
   kFirstTile = 3,     // consumers: the first tile's rows landed
   kLastTile = 4,      // consumers: the last tile's rows landed

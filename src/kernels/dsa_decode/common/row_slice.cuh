@@ -16,11 +16,11 @@ struct RowSlice {
   int count;    // slots of this CTA's split (0 when the CTA has no work)
 };
 
-// Reads entries [tid * kPerThread, tid * kPerThread + kPerThread) of the row (16-byte loads when
-// the row is aligned), keeps the values in [0, num_slots) and returns how many it kept.
+// Issues the loads of entries [tid * kPerThread, tid * kPerThread + kPerThread) of the row
+// (16-byte loads when the row is aligned; -1 past topk) and returns without waiting for them: a
+// kernel issues them first, so that their round trip overlaps its set-up (barriers, Q's copies).
 template <int kPerThread>
-__device__ __forceinline__ int load_valid(const int32_t* row, int topk, int64_t num_slots,
-                                          int32_t (&v)[kPerThread]) {
+__device__ __forceinline__ void load_entries(const int32_t* row, int topk, int32_t (&v)[kPerThread]) {
   static_assert(kPerThread % 4 == 0, "entries are loaded four at a time");
   const int first = threadIdx.x * kPerThread;
   if (reinterpret_cast<uintptr_t>(row) % 16 == 0 && first + kPerThread <= topk) {
@@ -33,24 +33,22 @@ __device__ __forceinline__ int load_valid(const int32_t* row, int topk, int64_t 
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) v[j] = first + j < topk ? __ldg(row + first + j) : -1;
   }
-  int count = 0;
+}
+
+// All kThreads threads call it with the entries load_entries read. `warp_count` is kThreads / 32
+// ints of shared scratch. Keeps the values in [0, num_slots), counts them over the CTA and ends
+// with a CTA barrier, after which slots[0, count) holds the split's slots.
+template <int kThreads, int kPerThread>
+__device__ RowSlice slice_entries(int32_t (&v)[kPerThread], int64_t num_slots, int split, int max_splits,
+                                  int min_rows, int32_t* slots, int* warp_count) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int mine = 0;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     if (v[j] < 0 || v[j] >= num_slots) v[j] = -1;
-    count += v[j] >= 0;
+    mine += v[j] >= 0;
   }
-  return count;
-}
-
-// All kThreads threads call it. `warp_count` is kThreads / 32 ints of shared scratch. Ends with a
-// CTA barrier, after which slots[0, count) holds the split's slots.
-template <int kThreads, int kPerThread>
-__device__ RowSlice slice_row(const int32_t* row, int topk, int64_t num_slots, int split,
-                              int max_splits, int min_rows, int32_t* slots, int* warp_count) {
-  constexpr int kWarps = kThreads / 32;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int32_t v[kPerThread];
-  const int mine = load_valid<kPerThread>(row, topk, num_slots, v);
   int inclusive = mine;  // warp-inclusive scan of the per-thread counts
 #pragma unroll
   for (int d = 1; d < 32; d *= 2) {
@@ -77,6 +75,15 @@ __device__ RowSlice slice_row(const int32_t* row, int topk, int64_t num_slots, i
     }
   __syncthreads();
   return RowSlice{n, rs.splits, count > 0 ? count : 0};
+}
+
+// Both steps at once: the whole row read, counted and this split's slots compacted.
+template <int kThreads, int kPerThread>
+__device__ RowSlice slice_row(const int32_t* row, int topk, int64_t num_slots, int split, int max_splits,
+                              int min_rows, int32_t* slots, int* warp_count) {
+  int32_t v[kPerThread];
+  load_entries<kPerThread>(row, topk, v);
+  return slice_entries<kThreads, kPerThread>(v, num_slots, split, max_splits, min_rows, slots, warp_count);
 }
 
 // Pooled rows (a tiling's b1, T <= kMaxPoolTokens; the rule in row_ring.h): every CTA reads all T

@@ -491,7 +491,7 @@ __device__ void init_barriers(Smem& s) {
   if (threadIdx.x != 0) return;
   for (auto& b : s.full) mbar_init(&b, 32);  // the producer lanes (lane 0 with the bytes)
   for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);  // one warpgroup per stage
-  mbar_init(&s.q_full, 32);  // one warp's cp.async arrivals
+  mbar_init(&s.q_full, kConsumerThreads * kWgs);  // the consumers' cp.async arrivals (load_q_share)
   mbar_fence_init();
 }
 
@@ -507,16 +507,18 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
   const int group = kCluster ? blockIdx.x / p.max_splits : blockIdx.x % p.head_groups, t = blockIdx.y;
   const int hb = t * p.head_groups + group, warp = threadIdx.x / 32;  // hb: the head block (v2_fused)
   constexpr int kConsumerWarpsAll = kConsumerWarps * kWgs;
-  const bool q_loader = kDecode && warp == kConsumerWarpsAll;
-  init_barriers<W>(s);  // ordered before first use by slice_row's barriers
-  if (q_loader)  // one copy of Q for both consumer warpgroups
-    dsa_v2::load_q<dsa_v2::Mma::kSync>(p, s.wg[0], t, group * kHeads);
+  // The index row's loads go out first: their round trip overlaps the set-up below.
+  int32_t entries[dsa_v2::kIdxPerThread];
+  load_entries<dsa_v2::kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
+  init_barriers<W>(s);  // ordered before first use by slice_entries's barriers
+  // One copy of Q for both consumer warpgroups, shared by every consumer warp (as v2_fused's
+  // mma.sync path: dsa_v2::load_q_share).
+  if (kDecode && warp < kConsumerWarpsAll) dsa_v2::load_q_share<kConsumerWarpsAll>(p, s.wg[0].q, t, group * kHeads, warp);
 
-  const RowSlice rs = slice_row<kThreadsFor<Producers, kWgs>, dsa_v2::kIdxPerThread>(
-      p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, split, p.max_splits, p.min_rows,
-      s.slots, s.warp_count);
+  const RowSlice rs = slice_entries<kThreadsFor<Producers, kWgs>, dsa_v2::kIdxPerThread>(
+      entries, p.num_slots, split, p.max_splits, p.min_rows, s.slots, s.warp_count);
   const bool works = split < rs.splits && rs.n_valid > 0;
-  if (q_loader) {  // no copy may land in the smem of a finished CTA
+  if (kDecode && warp < kConsumerWarpsAll) {  // no copy may land in the smem of a finished CTA
     if (works) cp_async_arrive_on(&s.q_full);
     else cp_async_wait<0>();
   }

@@ -40,18 +40,37 @@
 namespace mlakit::dsa_v2 {
 
 template <Gather G, int Producers, int Wgs, class Smem>
-__device__ void init_barriers(Smem& s) {
+__device__ void init_barriers(Smem& s, uint32_t q_arrivals) {
   if (threadIdx.x != 0) return;
   for (auto& b : s.full) mbar_init(&b, kFullArrivals<G, Producers>);
   for (auto& b : s.empty) mbar_init(&b, kConsumerThreads * Wgs);  // every consumer thread releases
-  mbar_init(&s.q_full, 32);  // one warp's cp.async arrivals
+  mbar_init(&s.q_full, q_arrivals);  // the cp.async arrivals of the threads that copy Q
   mbar_fence_init();
 }
 
-// Heads [head0, head0 + 16) of token t's Q into a warpgroup's `part`, issued by the first producer
-// warp before the index row is known, so that its latency overlaps the compaction; the warp
-// arrives on q_full (working CTA) or waits for the copies (idle CTA: no copy may land in the smem
-// of a finished CTA) once the split is known.
+// Consumer warp k of kParts: heads [head0 + k n, head0 + k n + n), n = 16 / kParts, of token t's Q
+// into rows [k n, k n + n) of `q` (pitch kKvPitch) by cp.async, issued before the index row is
+// known; once the split is known each thread arrives on q_full (working CTA) or waits for its
+// copies (idle CTA). The mma.sync path's consumer warps share Q this way: issued by one warp,
+// its ~400 instructions (48 copies per lane at 16 heads) made the slice's barriers wait for that
+// warp; issued by the consumers after the slice, Q queued behind the first stages' DRAM reads
+// (serving T = 256 +1 us).
+template <int kParts>
+__device__ void load_q_share(const Params& p, uint16_t* q, int t, int head0, int k) {
+  static_assert(kHeads % kParts == 0, "whole heads per warp");
+  constexpr int n = kHeads / kParts;
+  const DsaTensors& x = p.io;
+  const int h = head0 + k * n;
+  load_query(static_cast<const uint16_t*>(x.q_nope) + t * x.q_nope_stride_t + h * x.q_nope_stride_h, x.q_nope_stride_h,
+             static_cast<const uint16_t*>(x.q_pe) + t * x.q_pe_stride_t + h * x.q_pe_stride_h, x.q_pe_stride_h, n,
+             q + k * n * kKvPitch);
+}
+
+// Heads [head0, head0 + 16) of token t's Q into a warpgroup's `part` by cp.async where the
+// consumers do not load it (the wgmma path's swizzled blocks; pooled rows, whose CTA may change
+// rows), issued by the Q loader before the index row is known; the warp arrives on q_full
+// (working CTA) or waits for the copies (idle CTA: no copy may land in the smem of a finished CTA)
+// once the split is known.
 template <Mma M, class Part>
 __device__ void load_q(const Params& p, Part& part, int t, int head0) {
   const DsaTensors& x = p.io;
@@ -308,9 +327,18 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   const bool producer = warp >= kConsumerWarps * Wgs;
   const bool q_loader = warp == kConsumerWarps * Wgs;
   MLAKIT_STAMP_START(threadIdx.x == 0);
-  init_barriers<G, Producers, Wgs>(s);  // ordered before first use by the slice's barriers
-  if (q_loader)
+  // The index row's loads go out first: their round trip overlaps the set-up below.
+  int32_t entries[kIdxPerThread];
+  if constexpr (!Pooled) load_entries<kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
+  constexpr bool kQByConsumers = M == Mma::kSync && !Pooled;  // load_q_share
+  // Ordered before first use by the slice's barriers (every arrival on q_full comes after them).
+  init_barriers<G, Producers, Wgs>(s, kQByConsumers ? kConsumerThreads * Wgs : 32);
+  if (q_loader && !kQByConsumers)
     for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], t, (group * Wgs + w) * kHeads);
+  if (kQByConsumers && !producer) {
+    const int w = consumer_wg();
+    load_q_share<kConsumerWarps>(p, s.wg[w].q, t, (group * Wgs + w) * kHeads, warp % kConsumerWarps);
+  }
 
   // The row this CTA works on: its own token's (split own_split), or with pooled rows possibly
   // another token's (row_slice.cuh); the heads are the CTA's group either way.
@@ -322,15 +350,18 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
         p.min_rows, kConsumerWarps * Wgs, reinterpret_cast<int32_t*>(&s.ring[0][0]), s.slots);
     rs = ps.rs, row = ps.row, split = ps.split, first_split = ps.first_split;
   } else {
-    rs = slice_row<kThreadsFor<Producers, Wgs>, kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk,
-                                                               p.num_slots, split, p.max_splits, p.min_rows, s.slots,
-                                                               s.warp_count);
+    rs = slice_entries<kThreadsFor<Producers, Wgs>, kIdxPerThread>(entries, p.num_slots, split, p.max_splits, p.min_rows,
+                                                                   s.slots, s.warp_count);
   }
   MLAKIT_STAMP(threadIdx.x == 0, kSliced);
   MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(rs.count) | (uint64_t(rs.splits) << 32));
   const int block = row * p.head_groups + group;  // this CTA's heads: 16-head blocks [Wgs block, + Wgs)
   const bool works = split < rs.splits && rs.n_valid > 0;
-  if (q_loader) {  // no copy may land in the smem of a finished CTA
+  if (kQByConsumers && !producer) {  // no copy may land in the smem of a finished CTA
+    if (works) cp_async_arrive_on(&s.q_full);
+    else cp_async_wait<0>();
+  }
+  if (q_loader && !kQByConsumers) {  // the same for the Q loader's copies
     if (works && row != t) {  // a pooled CTA on another token's row: its Q replaces the own token's
       // cp.async copies of one thread are not ordered among themselves: the own token's must have
       // landed before the same bytes are copied again (the slice's copies never waited for them:
