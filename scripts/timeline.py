@@ -20,15 +20,15 @@ import sys
 
 SLOTS = dict(start=0, sliced=1, q_ready=2, first_tile=3, last_tile=4, stored=5, met=6, merged=7, count=8,
              issued=9, arrived=10, stop=11, last_issued=12, sm=13, start_ns=14, stop_ns=15, last_qk=16, last_softmax=17,
-             last_pv=18, row_sums=19, fill_start=20, fill_zeroed=21, fill_bulk=22, merge_loaded=23)
+             last_pv=18, row_sums=19, fill_start=20, fill_copied=21, fill_bulk=22, merge_loaded=23)
 
 # (column, from slot, to slot): a phase is the difference of two clock stamps of one CTA.
 PHASES = [
     ("slice", "start", "sliced"),             # index row loaded and compacted
     ("to_fill", "sliced", "fill_start"),      # producer: until its first stage's slot is free
-    ("zero", "fill_start", "fill_zeroed"),    # producer: tail rows of the first stage zeroed
-    ("bulk", "fill_zeroed", "fill_bulk"),     # producer: the first stage's bulk copies issued
-    ("rope", "fill_bulk", "issued"),          # producer: the first stage's rope rows issued
+    ("bulk", "fill_start", "fill_bulk"),      # producer: the first stage's bulk copies issued
+    ("rope", "fill_bulk", "fill_copied"),     # producer: the first stage's rope rows issued
+    ("zero", "fill_copied", "issued"),        # producer: its tail rows zeroed, arrivals posted
     ("land", "issued", "first_tile"),         # the first tile's rows landed after that
     ("tiles", "first_tile", "last_tile"),     # from the first tile to the last one
     ("qk", "last_tile", "last_qk"),           # last tile: QK

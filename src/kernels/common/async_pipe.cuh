@@ -34,6 +34,13 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t by
                ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 
+// Raises the transaction count by `bytes` without arriving (the caller arrives later, after
+// stores that the phase must publish).
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+
 // Waits until the phase with parity `parity` has completed (a fresh barrier counts its
 // "previous" phase, parity 1, as completed).
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {

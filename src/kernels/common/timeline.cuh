@@ -40,7 +40,7 @@ enum Slot : int {
   kLastPv = 18,       // consumers, last tile: P V done
   kRowSums = 19,      // consumers: the row sums reduced
   kFillStart = 20,    // producer, first stage: its empty slot waited for
-  kFillZeroed = 21,   // producer, first stage: the tail rows zeroed
+  kFillCopied = 21,   // producer, first stage: its rope rows issued (every copy out)
   kFillBulk = 22,     // producer, first stage: its bulk copies issued
   kMergeLoaded = 23,  // split rows: thread 0's first batch of partials loaded and folded
 };

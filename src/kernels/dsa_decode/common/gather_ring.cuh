@@ -5,14 +5,15 @@
 //
 // How a row (ckv 1024 B | kpe 128 B -> one 1168-byte smem row) moves, the Gather argument:
 //   kBulk     lane r issues two cp.async.bulk copies for row r; the full barrier counts their
-//             bytes (32 arrivals per phase: lane 0's arrive.expect_tx and the other lanes').
+//             bytes (lane 0 raises the count first; 32 arrivals per phase, one per lane).
 //   kCpAsync  the warp moves the stage row after row with 16-byte cp.async (lane L: chunks L and
 //             L + 32 of ckv, L < 8: chunk L of kpe); each lane's cp.async.mbarrier.arrive
 //             completes the phase (32 arrivals).
-//   kHybrid   lane r bulk-copies the ckv part of row r; the kpe parts move by cp.async, four rows
-//             per warp instruction (33 arrivals: lane 0's expect_tx and 32 cp.async arrivals).
-// The rows of a partial last stage up to the next multiple of 16 are zeroed, so that P = 0 times
-// them is 0, never NaN.
+//   kHybrid   lane r bulk-copies the ckv part of row r; the kpe parts of the valid rows move by
+//             cp.async, four rows per warp instruction (33 arrivals: lane 0's and 32 cp.async
+//             arrivals).
+// The rows of a partial last stage up to the next multiple of 16 are zeroed (their ckv parts), so
+// that P = 0 times them is 0, never NaN; the zeros are written while the stage's copies fly.
 #pragma once
 
 #include <cstdint>
@@ -56,17 +57,17 @@ __device__ __forceinline__ void cp_async_row(uint16_t* dst, const uint16_t* ckv,
 }
 static_assert(kDimV / 2 == 32 * 8, "two 512-byte warp copies cover one ckv row");
 
-// Warp-wide: the kpe parts of rows [0, kStageRows) by cp.async, four rows per instruction
-// (lane L: 16-byte chunk L % 8 of row r + L / 8); rows >= rows get zeros.
+// Warp-wide: the kpe parts of the valid rows among [r0, r1) by cp.async, four rows per
+// instruction (lane L: 16-byte chunk L % 8 of row r + L / 8). The kpe parts of rows >= rows are
+// left as they are: only QK reads them, and the softmax drops those columns by a select. The
+// loop keeps its fixed trip count (a bound of min(r1, rows) made it ~100-300 cycles slower).
 __device__ __forceinline__ void cp_async_kpe(uint16_t* stage, const RowSource& src, const int32_t* slots,
                                              int rows, int r0 = 0, int r1 = kStageRows) {
   const int lane = threadIdx.x % 32;
-  for (int r = r0 + lane / 8; r < r1; r += 4) {
-    const bool valid = r < rows;
-    const int64_t slot = valid ? slots[r] : 0;
-    kernels::cp_async_16_hint(stage + r * kKvPitch + kDimV + (lane % 8) * 8,
-                              src.kpe + slot * src.kpe_stride + (lane % 8) * 8, valid, src.policy);
-  }
+  for (int r = r0 + lane / 8; r < r1; r += 4)
+    if (r < rows)
+      kernels::cp_async_16_hint(stage + r * kKvPitch + kDimV + (lane % 8) * 8,
+                                src.kpe + int64_t(slots[r]) * src.kpe_stride + (lane % 8) * 8, true, src.policy);
 }
 
 // Zeroes rows [r0, r1) of a stage (the ckv parts, with kWithKpe the kpe parts too) with the
@@ -101,17 +102,10 @@ __device__ __forceinline__ void fill_stage(const RowSource& src, const int32_t* 
     kernels::cp_async_arrive_on(full);
   } else {
     constexpr bool kBulkKpe = G == Gather::kBulk;
-    // Zeros for the rows past the stage's valid ones up to the next multiple of 16: the last k16
-    // step of P V reads them (P = 0 there, and 0 x NaN would be NaN); QK reads rows past them too,
-    // but the softmax discards those columns by a select.
-    const int zero_end = min(r1, (rows + 15) / 16 * 16);
-    if (max(rows, r0) < zero_end) zero_rows<kBulkKpe>(dst, max(rows, r0), zero_end);
-    __syncwarp();  // the zeros are ordered before lane 0's release-arrive below
-    MLAKIT_STAMP(stamp && lane == 0, kFillZeroed);
     const int own = max(0, min(rows, r1) - r0);  // this warp's valid rows: r0, r0 + 1, ...
     const uint32_t bytes = uint32_t(own) * (kBulkKpe ? kRowBytes : kCkvBytes);
-    if (lane == 0) kernels::mbar_arrive_expect_tx(full, bytes);
-    else if constexpr (kBulkKpe) kernels::mbar_arrive(full);
+    if (lane == 0) kernels::mbar_expect_tx(full, bytes);  // before any copy completes; arrivals below
+    __syncwarp();
     if (lane < own) {
       const int r = r0 + lane;
       const int64_t slot = slots[r];
@@ -121,10 +115,17 @@ __device__ __forceinline__ void fill_stage(const RowSource& src, const int32_t* 
                                src.policy);
     }
     MLAKIT_STAMP(stamp && lane == 0, kFillBulk);
-    if constexpr (!kBulkKpe) {
-      cp_async_kpe(dst, src, slots, rows, r0, r1);
-      kernels::cp_async_arrive_on(full);
-    }
+    if constexpr (!kBulkKpe) cp_async_kpe(dst, src, slots, rows, r0, r1);
+    MLAKIT_STAMP(stamp && lane == 0, kFillCopied);
+    // Zeros for the rows past the stage's valid ones up to the next multiple of 16, written while
+    // the copies fly (before them, a short row's 14 zero rows delayed its copies by ~860 cycles):
+    // the last k16 step of P V reads them (P = 0 there, and 0 x NaN would be NaN); QK reads rows
+    // past them too, but the softmax discards those columns by a select.
+    const int zero_end = min(r1, (rows + 15) / 16 * 16);
+    if (max(rows, r0) < zero_end) zero_rows<kBulkKpe>(dst, max(rows, r0), zero_end);
+    __syncwarp();  // the zeros are ordered before lane 0's release-arrive below
+    if (lane == 0 || kBulkKpe) kernels::mbar_arrive(full);
+    if constexpr (!kBulkKpe) kernels::cp_async_arrive_on(full);
   }
 }
 static_assert(kStageRows == 32, "the bulk path gives every lane of a producer warp one row");
