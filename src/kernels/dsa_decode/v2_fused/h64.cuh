@@ -30,12 +30,14 @@ using rows64::pair_sync;
 using rows64::RowPtrs;
 using rows64::Rows;
 
-// Producer warp `pw`: heads pw, pw + 4, ... of Q (issued only; the caller tracks completion).
-__device__ inline void load_q(const Params& p, SmemPlan& s, int t, int head0, int pw) {
+// Warp `w` of the CTA's kThreads / 32: heads w, w + 12, ... of Q (issued only; the caller tracks
+// completion). Every warp takes a share before the index row's scan, whose barriers wait for the
+// slowest warp: the four producer warps alone issued 36 copies per lane (v2_fused step 24).
+__device__ inline void load_q(const Params& p, SmemPlan& s, int t, int head0, int w) {
   const DsaTensors& x = p.io;
   const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + t * x.q_nope_stride_t + head0 * x.q_nope_stride_h;
   const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + t * x.q_pe_stride_t + head0 * x.q_pe_stride_h;
-  copy_rows(s.q, kQBlockBytes, pw, kCtaHeads, kProducers,
+  copy_rows(s.q, kQBlockBytes, w, kCtaHeads, kThreads / 32,
             [&](int h) { return RowPtrs{q_nope + h * x.q_nope_stride_h, q_pe + h * x.q_pe_stride_h, true}; },
             l2_policy(L2Evict::kNormal));
 }
@@ -144,24 +146,25 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   const int warp = threadIdx.x / 32;
   const bool producer = warp >= kWgs * kConsumerWarps;
   const int pw = warp - kWgs * kConsumerWarps;
+  // The index row's loads go out first: their round trip overlaps the set-up below.
+  int32_t entries[kIdxPerThread];
+  load_entries<kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
   if (threadIdx.x == 0) {
     for (auto& b : s.full) mbar_init(&b, 32);  // the filling warp's lanes
     for (auto& b : s.empty) mbar_init(&b, kWgs * kConsumerThreads);
-    mbar_init(&s.q_full, kProducers * 32);
+    mbar_init(&s.q_full, kThreads);  // every thread's cp.async arrival (load_q)
     for (auto& b : s.hand) mbar_init(&b, rows64::kWgThreads);
     mbar_fence_init();
   }
-  if (producer) load_q(p, s, t, group * kCtaHeads, pw);
+  load_q(p, s, t, group * kCtaHeads, warp);
 
   int32_t* slots = p.slots + (int64_t(t) * gridDim.x + blockIdx.x) * p.topk;
-  const RowSlice rs = slice_row<kThreads, kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk,
-                                                         p.num_slots, split, p.max_splits, p.min_rows, slots,
-                                                         s.warp_count);
+  const RowSlice rs = slice_entries<kThreads, kIdxPerThread>(entries, p.num_slots, split, p.max_splits, p.min_rows,
+                                                             slots, s.warp_count);
   const bool works = split < rs.splits && rs.n_valid > 0;
-  if (producer) {  // no copy may land in the smem of a finished CTA
-    if (works) cp_async_arrive_on(&s.q_full);
-    else cp_async_wait<0>();
-  }
+  // No copy may land in the smem of a finished CTA.
+  if (works) cp_async_arrive_on(&s.q_full);
+  else cp_async_wait<0>();
   if (!works) {
     if (split == 0)
       for (int w = 0; w < kBlocksPerCta; ++w) store_empty(p, block * kBlocksPerCta + w);
