@@ -513,7 +513,8 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
   init_barriers<W>(s);  // ordered before first use by slice_entries's barriers
   // One copy of Q for both consumer warpgroups, shared by every consumer warp (as v2_fused's
   // mma.sync path: dsa_v2::load_q_share).
-  if (kDecode && warp < kConsumerWarpsAll) dsa_v2::load_q_share<kConsumerWarpsAll>(p, s.wg[0].q, t, group * kHeads, warp);
+  if (kDecode && warp < kConsumerWarpsAll)
+    dsa_v2::load_q_share<kConsumerWarpsAll>(p, s.wg[0].q, t, group * kHeads, warp);
 
   const RowSlice rs = slice_entries<kThreadsFor<Producers, kWgs>, dsa_v2::kIdxPerThread>(
       entries, p.num_slots, split, p.max_splits, p.min_rows, s.slots, s.warp_count);

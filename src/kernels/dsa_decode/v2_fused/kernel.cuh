@@ -313,6 +313,45 @@ __device__ void consume_and_store(const Params& p, Smem& s, WgPart& part, int hb
   }
 }
 
+// Who copies Q, before the index row's scan: on the mma.sync path the consumer warps, a share
+// each (load_q_share); the Q loader (the first producer warp) all of it (load_q) into wgmma's
+// swizzled blocks and with pooled rows, whose CTA may change rows.
+template <Mma M, bool Pooled>
+constexpr bool kQByConsumers = M == Mma::kSync && !Pooled;
+
+template <Mma M, bool Pooled, int Wgs>
+__device__ __forceinline__ bool copies_q(int warp) {
+  return kQByConsumers<M, Pooled> ? warp < kConsumerWarps * Wgs : warp == kConsumerWarps * Wgs;
+}
+
+// This warp's copies of token t's Q for the CTA's heads (issued only).
+template <Mma M, bool Pooled, int Wgs, class Smem>
+__device__ __forceinline__ void issue_q(const Params& p, Smem& s, int t, int group, int warp) {
+  if (!copies_q<M, Pooled, Wgs>(warp)) return;
+  if constexpr (kQByConsumers<M, Pooled>) {
+    const int w = consumer_wg();
+    load_q_share<kConsumerWarps>(p, s.wg[w].q, t, (group * Wgs + w) * kHeads, warp % kConsumerWarps);
+  } else {
+    for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], t, (group * Wgs + w) * kHeads);
+  }
+}
+
+// Once the split is known, the warps that copied Q post their copies on q_full (working CTA) or
+// wait for them (idle CTA: no copy may land in the smem of a finished CTA).
+template <Mma M, bool Pooled, int Wgs, class Smem>
+__device__ __forceinline__ void post_q(const Params& p, Smem& s, int t, int row, int group, int warp, bool works) {
+  if (!copies_q<M, Pooled, Wgs>(warp)) return;
+  if (works && row != t) {  // a pooled CTA on another token's row: its Q replaces the own token's
+    // cp.async copies of one thread are not ordered among themselves: the own token's must have
+    // landed before the same bytes are copied again (the slice's copies never waited for them:
+    // this warp copies no index row). Found by racecheck on the binding's pooled graph test.
+    cp_async_wait<0>();
+    for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], row, (group * Wgs + w) * kHeads);
+  }
+  if (works) cp_async_arrive_on(&s.q_full);
+  else cp_async_wait<0>();
+}
+
 // grid (max_splits x head_groups, T); Wgs consumer warpgroups of 16 heads each share the CTA's
 // gathered tiles (head_groups = H / (16 Wgs)). Pooled: the rows of all T <= kMaxPoolTokens tokens
 // share the grid's CTAs (row_ring.h).
@@ -325,20 +364,13 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   const int own_split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
   const int warp = threadIdx.x / 32;
   const bool producer = warp >= kConsumerWarps * Wgs;
-  const bool q_loader = warp == kConsumerWarps * Wgs;
   MLAKIT_STAMP_START(threadIdx.x == 0);
   // The index row's loads go out first: their round trip overlaps the set-up below.
   int32_t entries[kIdxPerThread];
   if constexpr (!Pooled) load_entries<kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
-  constexpr bool kQByConsumers = M == Mma::kSync && !Pooled;  // load_q_share
   // Ordered before first use by the slice's barriers (every arrival on q_full comes after them).
-  init_barriers<G, Producers, Wgs>(s, kQByConsumers ? kConsumerThreads * Wgs : 32);
-  if (q_loader && !kQByConsumers)
-    for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], t, (group * Wgs + w) * kHeads);
-  if (kQByConsumers && !producer) {
-    const int w = consumer_wg();
-    load_q_share<kConsumerWarps>(p, s.wg[w].q, t, (group * Wgs + w) * kHeads, warp % kConsumerWarps);
-  }
+  init_barriers<G, Producers, Wgs>(s, kQByConsumers<M, Pooled> ? kConsumerThreads * Wgs : 32);
+  issue_q<M, Pooled, Wgs>(p, s, t, group, warp);
 
   // The row this CTA works on: its own token's (split own_split), or with pooled rows possibly
   // another token's (row_slice.cuh); the heads are the CTA's group either way.
@@ -357,21 +389,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(rs.count) | (uint64_t(rs.splits) << 32));
   const int block = row * p.head_groups + group;  // this CTA's heads: 16-head blocks [Wgs block, + Wgs)
   const bool works = split < rs.splits && rs.n_valid > 0;
-  if (kQByConsumers && !producer) {  // no copy may land in the smem of a finished CTA
-    if (works) cp_async_arrive_on(&s.q_full);
-    else cp_async_wait<0>();
-  }
-  if (q_loader && !kQByConsumers) {  // the same for the Q loader's copies
-    if (works && row != t) {  // a pooled CTA on another token's row: its Q replaces the own token's
-      // cp.async copies of one thread are not ordered among themselves: the own token's must have
-      // landed before the same bytes are copied again (the slice's copies never waited for them:
-      // this warp copies no index row). Found by racecheck on the binding's pooled graph test.
-      cp_async_wait<0>();
-      for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], row, (group * Wgs + w) * kHeads);
-    }
-    if (works) cp_async_arrive_on(&s.q_full);
-    else cp_async_wait<0>();
-  }
+  post_q<M, Pooled, Wgs>(p, s, t, row, group, warp, works);
   if (!works) {  // beyond the row's splits, or an empty row (one split, output 0)
     if (split == 0)
       for (int w = 0; w < Wgs; ++w) store_empty(p, block * Wgs + w);
