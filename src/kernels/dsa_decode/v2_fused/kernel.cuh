@@ -53,7 +53,7 @@ __device__ void init_barriers(Smem& s, uint32_t q_arrivals) {
 // known; once the split is known each thread arrives on q_full (working CTA) or waits for its
 // copies (idle CTA). The mma.sync path's consumer warps share Q this way: issued by one warp,
 // its ~400 instructions (48 copies per lane at 16 heads) made the slice's barriers wait for that
-// warp; issued by the consumers after the slice, Q queued behind the first stages' DRAM reads
+// warp; issued by the consumers after the slice, Q went out with the first stages' DRAM reads
 // (serving T = 256 +1 us).
 template <int kParts>
 __device__ void load_q_share(const Params& p, uint16_t* q, int t, int head0, int k) {
