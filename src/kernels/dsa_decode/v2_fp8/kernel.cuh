@@ -507,19 +507,19 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
   const int group = kCluster ? blockIdx.x / p.max_splits : blockIdx.x % p.head_groups, t = blockIdx.y;
   const int hb = t * p.head_groups + group, warp = threadIdx.x / 32;  // hb: the head block (v2_fused)
   constexpr int kConsumerWarpsAll = kConsumerWarps * kWgs;
+  const bool q_copier = kDecode && warp < kConsumerWarpsAll;  // q_full's arrivals: init_barriers
   // The index row's loads go out first: their round trip overlaps the set-up below.
   int32_t entries[dsa_v2::kIdxPerThread];
   load_entries<dsa_v2::kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
   init_barriers<W>(s);  // ordered before first use by slice_entries's barriers
   // One copy of Q for both consumer warpgroups, shared by every consumer warp (as v2_fused's
   // mma.sync path: dsa_v2::load_q_share).
-  if (kDecode && warp < kConsumerWarpsAll)
-    dsa_v2::load_q_share<kConsumerWarpsAll>(p, s.wg[0].q, t, group * kHeads, warp);
+  if (q_copier) dsa_v2::load_q_share<kConsumerWarpsAll>(p, s.wg[0].q, t, group * kHeads, warp);
 
   const RowSlice rs = slice_entries<kThreadsFor<Producers, kWgs>, dsa_v2::kIdxPerThread>(
       entries, p.num_slots, split, p.max_splits, p.min_rows, s.slots, s.warp_count);
   const bool works = split < rs.splits && rs.n_valid > 0;
-  if (kDecode && warp < kConsumerWarpsAll) {  // no copy may land in the smem of a finished CTA
+  if (q_copier) {  // no copy may land in the smem of a finished CTA
     if (works) cp_async_arrive_on(&s.q_full);
     else cp_async_wait<0>();
   }

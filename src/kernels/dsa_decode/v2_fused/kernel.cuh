@@ -323,6 +323,9 @@ template <Mma M, bool Pooled, int Wgs>
 __device__ __forceinline__ bool copies_q(int warp) {
   return kQByConsumers<M, Pooled> ? warp < kConsumerWarps * Wgs : warp == kConsumerWarps * Wgs;
 }
+// The threads copies_q names: q_full's arrival count.
+template <Mma M, bool Pooled, int Wgs>
+constexpr uint32_t kQCopyThreads = kQByConsumers<M, Pooled> ? kConsumerThreads * Wgs : 32;
 
 // This warp's copies of token t's Q for the CTA's heads (issued only).
 template <Mma M, bool Pooled, int Wgs, class Smem>
@@ -369,7 +372,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   int32_t entries[kIdxPerThread];
   if constexpr (!Pooled) load_entries<kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
   // Ordered before first use by the slice's barriers (every arrival on q_full comes after them).
-  init_barriers<G, Producers, Wgs>(s, kQByConsumers<M, Pooled> ? kConsumerThreads * Wgs : 32);
+  init_barriers<G, Producers, Wgs>(s, kQCopyThreads<M, Pooled, Wgs>);
   issue_q<M, Pooled, Wgs>(p, s, t, group, warp);
 
   // The row this CTA works on: its own token's (split own_split), or with pooled rows possibly
