@@ -28,7 +28,7 @@ PHASES = [
     ("to_fill", "sliced", "fill_start"),      # producer: until its first stage's slot is free
     ("bulk", "fill_start", "fill_bulk"),      # producer: the first stage's bulk copies issued
     ("rope", "fill_bulk", "fill_copied"),     # producer: the first stage's rope rows issued
-    ("zero", "fill_copied", "issued"),        # producer: its tail rows zeroed, arrivals posted
+    ("post", "fill_copied", "issued"),        # producer: its arrivals posted (tail rows zeroed before step 25)
     ("land", "issued", "first_tile"),         # the first tile's rows landed after that
     ("tiles", "first_tile", "last_tile"),     # from the first tile to the last one
     ("qk", "last_tile", "last_qk"),           # last tile: QK

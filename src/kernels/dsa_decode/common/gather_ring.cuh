@@ -12,8 +12,9 @@
 //   kHybrid   lane r bulk-copies the ckv part of row r; the kpe parts of the valid rows move by
 //             cp.async, four rows per warp instruction (33 arrivals: lane 0's and 32 cp.async
 //             arrivals).
-// The rows of a partial last stage up to the next multiple of 16 are zeroed (their ckv parts), so
-// that P = 0 times them is 0, never NaN; the zeros are written while the stage's copies fly.
+// The rows past a partial last stage's valid ones are left as they are (the cp.async path
+// zero-fills them): the consumers' P V reads a zero row in their place (dsa_v2::Tile::v_row), and
+// the softmax drops their columns of S by a select.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +27,6 @@
 namespace mlakit::dsa_ring {
 
 // Arrivals that complete one phase of a full barrier.
-// Every lane arrives after its own stores into the stage (the zeroed tail rows), so that each
-// store is ordered before the phase by its own thread's release.
 // A stage is filled by kWarpsPerStage<Producers> warps together (each its share of the rows, each
 // arriving as one warp does): two with four producer warps, so that the rows of a stage are
 // requested in half the time (each bulk copy takes a lane ~60 cycles to issue; devlog step 19),
@@ -70,20 +69,6 @@ __device__ __forceinline__ void cp_async_kpe(uint16_t* stage, const RowSource& s
                                 src.kpe + int64_t(slots[r]) * src.kpe_stride + (lane % 8) * 8, true, src.policy);
 }
 
-// Zeroes rows [r0, r1) of a stage (the ckv parts, with kWithKpe the kpe parts too) with the
-// warp's 16-byte stores, then orders them before later bulk copies into the same bytes. The chunk
-// count is a compile-time constant: a run-time one put a division in every iteration.
-template <bool kWithKpe>
-__device__ __forceinline__ void zero_rows(uint16_t* stage, int r0, int r1) {
-  constexpr int kChunks = (kWithKpe ? kDimK : kDimV) / 8;  // 16-byte chunks per row
-  const int lane = threadIdx.x % 32;
-  for (int i = r0 * kChunks + lane; i < r1 * kChunks; i += 32) {
-    const int r = i / kChunks, c = i % kChunks;
-    *reinterpret_cast<uint4*>(stage + r * kKvPitch + c * 8) = make_uint4(0, 0, 0, 0);
-  }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
 // Fills rows [r0, r1) of stage buffer `dst` (the `rows` slots starting at `slots` are the stage's
 // valid rows), arriving on `full` as one warp: the whole stage with one warp per stage, half of it
 // with two. `stamp`: the phase timeline's stamps (timeline.cuh; no-ops in other builds).
@@ -117,13 +102,8 @@ __device__ __forceinline__ void fill_stage(const RowSource& src, const int32_t* 
     MLAKIT_STAMP(stamp && lane == 0, kFillBulk);
     if constexpr (!kBulkKpe) cp_async_kpe(dst, src, slots, rows, r0, r1);
     MLAKIT_STAMP(stamp && lane == 0, kFillCopied);
-    // Zeros for the rows past the stage's valid ones up to the next multiple of 16, written while
-    // the copies fly (before them, a short row's 14 zero rows delayed its copies by ~860 cycles):
-    // the last k16 step of P V reads them (P = 0 there, and 0 x NaN would be NaN); QK reads rows
-    // past them too, but the softmax discards those columns by a select.
-    const int zero_end = min(r1, (rows + 15) / 16 * 16);
-    if (max(rows, r0) < zero_end) zero_rows<kBulkKpe>(dst, max(rows, r0), zero_end);
-    __syncwarp();  // the zeros are ordered before lane 0's release-arrive below
+    // No zeros for the rows past the valid ones (P V reads a zero row in their place; writing them
+    // here, ~870 cycles for a 2-row stage's 14, was a short row's critical path: devlog step 25).
     if (lane == 0 || kBulkKpe) kernels::mbar_arrive(full);
     if constexpr (!kBulkKpe) kernels::cp_async_arrive_on(full);
   }

@@ -41,12 +41,25 @@ struct RowState {
 struct Tile {
   static_assert(kTileStages == 2, "row() picks one of two stages");
   const uint16_t* stage[kTileStages];
-  int rows;  // valid rows, 1..64
+  int rows;               // valid rows, 1..64
+  const uint16_t* zeros;  // the warpgroup's zero row (WgPart::zeros)
   // A select, not an index: a run-time index into `stage` would put the tile in local memory.
   __device__ const uint16_t* row(int slot) const {
     return (slot < kStageRows ? stage[0] : stage[1]) + (slot % kStageRows) * kKvPitch;
   }
+  // The row P V reads for `slot`: the zero row past the valid ones (QK reads the stale rows
+  // there instead: the softmax drops their columns by a select, so nothing multiplies them).
+  __device__ const uint16_t* v_row(int slot) const { return slot < rows ? row(slot) : zeros; }
 };
+
+// The warpgroup's zero row, written by its first threads before its first barrier.
+template <class Part>
+__device__ __forceinline__ void write_zero_row(Part& part) {
+  constexpr int kChunks = sizeof(part.zeros) / 16;
+  static_assert(kChunks <= kConsumerThreads, "one 16-byte store per thread");
+  const int i = threadIdx.x % kConsumerThreads;
+  if (i < kChunks) reinterpret_cast<uint4*>(part.zeros)[i] = make_uint4(0u, 0u, 0u, 0u);
+}
 
 // This warp's Q fragments (A operands) for its k-quarter: 9 k16 steps x 4 registers, loaded once.
 __device__ __forceinline__ void load_q_fragments(const uint16_t* sq, uint32_t (&qa)[kQkSteps][4]) {
@@ -56,14 +69,16 @@ __device__ __forceinline__ void load_q_fragments(const uint16_t* sq, uint32_t (&
   for (int k = 0; k < kQkSteps; ++k) ldmatrix_x4(a_row + k * 16, qa[k]);
 }
 
-// Partial S[16 x 64] = Q K^T over this warp's k-quarter, stored to s_part[quarter]. Eight n8
-// tiles give eight independent MMA chains of 9 steps.
+// Partial S[16 x 8 SlotTiles] = Q K^T over this warp's k-quarter, stored to s_part[quarter].
+// Eight n8 tiles (four for a one-stage tile of <= 32 rows) give as many independent MMA chains of
+// 9 steps.
+template <int SlotTiles = kSlotTiles>
 __device__ __forceinline__ void qk_partial(float* s_part, const uint32_t (&qa)[kQkSteps][4], const Tile& tile) {
   const int lane = threadIdx.x % 32, quarter = wg_warp();
   const int k0 = quarter * kQkSteps * 16;
-  float acc[kSlotTiles][4] = {};
+  float acc[SlotTiles][4] = {};
 #pragma unroll
-  for (int j = 0; j < kSlotTiles; ++j) {
+  for (int j = 0; j < SlotTiles; ++j) {
     const uint16_t* row = tile.row(j * 8 + lane % 8) + k0;
 #pragma unroll
     for (int k = 0; k + 1 < kQkSteps; k += 2) {  // two k16 steps per ldmatrix.x4
@@ -80,7 +95,7 @@ __device__ __forceinline__ void qk_partial(float* s_part, const uint32_t (&qa)[k
   const int g = lane / 4;
   float* out = s_part + quarter * kHeads * kSPitch;
 #pragma unroll
-  for (int j = 0; j < kSlotTiles; ++j) {
+  for (int j = 0; j < SlotTiles; ++j) {
     const int col = j * 8 + 2 * (lane % 4);
     *reinterpret_cast<float2*>(out + g * kSPitch + col) = make_float2(acc[j][0], acc[j][1]);
     *reinterpret_cast<float2*>(out + (g + 8) * kSPitch + col) = make_float2(acc[j][2], acc[j][3]);
@@ -161,6 +176,7 @@ __device__ __forceinline__ void rescale_rows(float (&o)[kOTiles][4], const float
 }
 
 // O[16 x 128 dims of this warp] = alpha * O + P V over the tile's slots (`k_steps` k16 steps).
+template <int SlotTiles = kSlotTiles>
 __device__ __forceinline__ void pv_mma(const uint16_t* sp, const Tile& tile, const float (&alpha)[2],
                                        float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, warp = wg_warp();
@@ -168,11 +184,11 @@ __device__ __forceinline__ void pv_mma(const uint16_t* sp, const Tile& tile, con
   const int k_steps = (tile.rows + 15) / 16;
   const uint16_t* a_row = sp + (lane % 16) * kPPitch + (lane / 16) * 8;
 #pragma unroll
-  for (int k = 0; k < kTileRows / 16; ++k) {
+  for (int k = 0; k < SlotTiles / 2; ++k) {
     if (k >= k_steps) break;
     uint32_t a[4];
     ldmatrix_x4(a_row + k * 16, a);
-    const uint16_t* b_row = tile.row(k * 16 + lane % 16) + warp * kDimsPerWarp + (lane / 16) * 8;
+    const uint16_t* b_row = tile.v_row(k * 16 + lane % 16) + warp * kDimsPerWarp + (lane / 16) * 8;
 #pragma unroll
     for (int pair = 0; pair < kOTiles / 2; ++pair) {
       uint32_t b[4];
@@ -206,39 +222,40 @@ __device__ void reduce_row_sums(Part& s, const RowState& st, float (&l_total)[2]
 // handed to `body`, then given back; every consumer thread arrives on the empty barriers once its
 // own reads are done (kConsumerThreads arrivals per phase).
 template <int Stages, class Body>
-__device__ __forceinline__ void walk_tiles(uint64_t* full, uint64_t* empty, uint16_t (*ring)[kStageElems], int count,
-                                           Body&& body) {
+__device__ __forceinline__ void walk_tiles(uint64_t* full, uint64_t* empty, uint16_t (*ring)[kStageElems],
+                                           const uint16_t* zeros, int count, Body&& body) {
   const int num_stages = (count + kStageRows - 1) / kStageRows;
   for (int i = 0; i < num_stages; i += kTileStages) {
     const bool two = i + 1 < num_stages;
     const int b0 = i % Stages, b1 = (i + 1) % Stages;
     mbar_wait(&full[b0], (i / Stages) & 1);
     if (two) mbar_wait(&full[b1], ((i + 1) / Stages) & 1);
-    body(Tile{{ring[b0], two ? ring[b1] : ring[b0]}, min(kTileRows, count - i * kStageRows)});
+    body(Tile{{ring[b0], two ? ring[b1] : ring[b0]}, min(kTileRows, count - i * kStageRows), zeros});
     mbar_arrive(&empty[b0]);
     if (two) mbar_arrive(&empty[b1]);
   }
 }
 
-// The same over the CTA's gather ring (either MMA path).
-template <int Stages, class Smem, class Body>
-__device__ __forceinline__ void for_each_tile(Smem& s, int count, Body&& body) {
-  walk_tiles<Stages>(s.full, s.empty, s.ring, count, body);
+// The same over the CTA's gather ring (either MMA path), for the warpgroup of `part`.
+template <int Stages, class Smem, class Part, class Body>
+__device__ __forceinline__ void for_each_tile(Smem& s, const Part& part, int count, Body&& body) {
+  walk_tiles<Stages>(s.full, s.empty, s.ring, part.zeros, count, body);
 }
 
-// One tile into the running state: QK, online softmax, PV (every kernel built on these consumers).
-// `stamp`: the phase timeline's stamps of the last tile (timeline.cuh; no-ops in other builds).
-template <class Part>
+// One tile of 8 SlotTiles slots into the running state: QK, online softmax, PV (every kernel built
+// on these consumers). `stamp`: the phase timeline's stamps of the last tile (timeline.cuh; no-ops
+// in other builds).
+template <int SlotTiles = kSlotTiles, class Part>
 __device__ __forceinline__ void decode_tile(Part& s, const uint32_t (&qa)[kQkSteps][4], const Tile& tile,
                                             float scale_log2, RowState& st, float (&o)[kOTiles][4],
                                             [[maybe_unused]] bool stamp = false) {
-  qk_partial(&s.s_part[0][0], qa, tile);
+  qk_partial<SlotTiles>(&s.s_part[0][0], qa, tile);
   consumer_sync();  // all four k-quarters of S are in smem
   MLAKIT_STAMP(stamp && threadIdx.x == 0, kLastQk);
   float alpha[2];
-  online_softmax(s, tile.rows, scale_log2, st, alpha);
+  online_softmax<SlotTiles>(s, tile.rows, scale_log2, st, alpha);
   MLAKIT_STAMP(stamp && threadIdx.x == 0, kLastSoftmax);
-  pv_mma(s.p, tile, alpha, o);
+  pv_mma<SlotTiles>(s.p, tile, alpha, o);
   MLAKIT_STAMP(stamp && threadIdx.x == 0, kLastPv);
 }
 
@@ -257,10 +274,11 @@ template <int Stages, class Smem, class Part>
 __device__ void consume_rows(Smem& s, Part& part, int count, float scale_log2, RowState& st,
                              float (&o)[kOTiles][4]) {
   uint32_t qa[kQkSteps][4];
+  write_zero_row(part);  // ordered before every P V by take_q's barrier
   take_q(s, part, qa);
   MLAKIT_STAMP(threadIdx.x == 0, kQReady);
   [[maybe_unused]] int first_row = 0;
-  for_each_tile<Stages>(s, count, [&](const Tile& tile) {
+  for_each_tile<Stages>(s, part, count, [&](const Tile& tile) {
 #ifdef MLAKIT_TIMELINE
     const bool last = first_row + kTileRows >= count;
     MLAKIT_STAMP(first_row == 0 && threadIdx.x == 0, kFirstTile);
@@ -269,7 +287,9 @@ __device__ void consume_rows(Smem& s, Part& part, int count, float scale_log2, R
 #else
     constexpr bool last = false;
 #endif
-    decode_tile(part, qa, tile, scale_log2, st, o, last);
+    // A one-stage tile (<= 32 rows: short rows, an odd last stage) computes half the columns.
+    if (tile.rows <= kStageRows) decode_tile<kSlotTiles / 2>(part, qa, tile, scale_log2, st, o, last);
+    else decode_tile(part, qa, tile, scale_log2, st, o, last);
   });
 }
 

@@ -173,7 +173,7 @@ __device__ __forceinline__ void pv_wgmma(const uint8_t* pt, const Tile& tile, co
   for (int k = 0; k < kTileRows / 16; ++k) {
     if (k >= k_steps) break;
     auto& buf = a[k % 2];
-    const uint16_t* row = tile.row(k * 16 + (lane / 16) * 8 + lane % 8) + warp * 16 + ((lane / 8) % 2) * 8;
+    const uint16_t* row = tile.v_row(k * 16 + (lane / 16) * 8 + lane % 8) + warp * 16 + ((lane / 8) % 2) * 8;
 #pragma unroll
     for (int b = 0; b < kOBlocks; ++b) ldmatrix_x4_trans(row + b * 64, buf[b]);
     wgmma_fence();
@@ -198,10 +198,11 @@ __device__ __forceinline__ void pv_wgmma(const uint8_t* pt, const Tile& tile, co
 // The consumer warpgroup's loop (wgmma path). Leaves O^T in `o` and the lane's head state in `st`.
 template <int Stages, class Smem, class Part>
 __device__ void consume_rows_wgmma(Smem& s, Part& part, int count, float scale_log2, HeadState& st, float (&o)[kOBlocks][8]) {
+  write_zero_row(part);  // ordered before every P V by the barrier below
   mbar_wait(&s.q_full, 0);
   fence_async_smem();  // cp.async wrote Q^T; wgmma reads it
   consumer_sync();
-  for_each_tile<Stages>(s, count, [&](const Tile& tile) {
+  for_each_tile<Stages>(s, part, count, [&](const Tile& tile) {
     float sacc[8];
     qk_wgmma(part.qt(), tile, sacc);
     float alpha[2][2];

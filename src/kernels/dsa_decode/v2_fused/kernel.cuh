@@ -13,7 +13,8 @@
 //   computes heads of its group for that row, loads that token's Q, and keeps its partial at the
 //   row's compact split index.
 //   warps 0-3 (0-7: two warpgroups, 16 heads each): consumers (consumer_mma.cuh): QK, online
-//   softmax, PV on 64-slot tiles.
+//   softmax, PV on 64-slot tiles (32-slot ones for a tile of one stage); P V reads a zero row in
+//   place of the rows past a tile's valid ones, so no stage is ever zeroed.
 //   the warps after them: producers (common/gather_ring.cuh): Q, then the split's rows, stage by
 //   stage, by cp.async.bulk and/or 16-byte cp.async, completion counted on mbarriers.
 //   One split: bf16 output and lse written directly. Several: each CTA writes its unnormalised
@@ -22,7 +23,7 @@
 //   output chunks in split order (deterministic); the last CTA to leave sets the counters back to
 //   zero. (Per CTA group: the head groups of a row never wait for each other.)
 //   Shared memory (traits.h, SmemPlan): barriers | per consumer warpgroup: reductions, Q / partial S
-//   18.7 KB, P 2.3 KB | Stages x 36.5 KB ring | slots 10 KB.
+//   18.7 KB, P 2.3 KB, a zero row 1 KB | Stages x 36.5 KB ring | slots 10 KB.
 // Devlog: docs/kernels/dsa_decode_v2_fused.md
 // The non-template device functions are inline: v2_fp8 includes this file too.
 #pragma once

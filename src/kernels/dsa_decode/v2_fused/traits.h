@@ -93,6 +93,10 @@ struct WgPart {
     uint16_t p[kHeads * kPPitch];                       // mma.sync: P, bf16 [16][64 + pad]
     uint8_t pt_raw[kPtBytes + kSwizzleAlign];           // wgmma: P^T, one swizzled block
   };
+  // A row of zeros (the latent part of a ring row, any of its dims): P V reads it in place of the
+  // rows past a tile's valid slots (P = 0 times it is 0; a stale row could hold NaN bit patterns),
+  // so the producers never zero a partial stage. Written by the warpgroup before its first barrier.
+  alignas(16) uint16_t zeros[kDimV];
 
   // The swizzled wgmma operands start on 1024-byte boundaries (the swizzle atom).
   MLAKIT_HOST_DEVICE uint8_t* qt() { return align_up(qt_raw); }
