@@ -22,7 +22,8 @@
 //   Work::kStreamOnly is the gather floor: the same rows into the same ring, released on arrival
 //   by warpgroup 0, nothing computed or written.
 //   Shared memory (traits.h): barriers | per consumer warpgroup: reductions, Q / partial S
-//   18.7 KB, P 2.3 KB | Stages x 20.5 KB raw ring | slots 10 KB.
+//   18.7 KB, P 2.3 KB (and v2_fused's zero row, 1 KB, unused here) | Stages x 20.5 KB raw ring |
+//   slots 10 KB.
 // Devlog: docs/kernels/dsa_decode_v2_fp8.md
 #pragma once
 
@@ -46,10 +47,14 @@ using dsa_v2::kSPitch;
 using dsa_v2::kSlotTiles;
 using dsa_v2::wg_warp;
 
-// Producer warp `pw`: stages pw, pw + Producers, ... of the CTA's `count` compacted slots. In the
-// decode, the lanes past a partial stage's rows zero their row's latent bytes first (the stores are
-// ordered before their arrival): PV widens them (times a P of 0), and a stale byte could widen to a
-// NaN (E4M3 0x7f).
+// Producer warp `pw`: stages pw, pw + Producers, ... of the CTA's `count` compacted slots. Lane 0
+// raises the full barrier's byte count first, the lanes of the valid rows issue their copies; in
+// the decode the warp then zeroes the latent bytes of a partial stage's rows up to the next
+// multiple of 16 while the copies fly (P V's last k16 step widens them, times a P of 0, and a
+// stale byte could widen to a NaN, E4M3 0x7f); every lane arrives last, its release publishing
+// its zeros. A partial stage is the CTA's last, so no later copy lands on the zeroed bytes.
+// (Zeroing first delayed a short row's copies; a zero row read by P V in place of the rows past
+// the valid ones instead cost the consumers a select per slot and serving 1 %: fp8 devlog step 10.)
 template <int Stages, int Producers, Work W, class Smem>
 __device__ void produce(const Params& p, Smem& s, int count, int pw) {
   const auto* cache = static_cast<const uint8_t*>(p.io.kv_cache);
@@ -60,19 +65,23 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
     const int b = i % Stages;
     mbar_wait(&s.empty[b], ((i / Stages) & 1) ^ 1);
     const int rows = min(kStageRows, count - i * kStageRows);
-    if (W == Work::kDecode && lane >= rows) {
-      auto* latent = reinterpret_cast<uint4*>(s.ring[b] + lane * kRawRowBytes);
-#pragma unroll 4
-      for (int c = 0; c < dsa_fp8::kScaleOffset / 16; ++c) latent[c] = make_uint4(0u, 0u, 0u, 0u);
-    }
-    if (lane == 0) mbar_arrive_expect_tx(&s.full[b], uint32_t(rows * kRawRowBytes));
-    else mbar_arrive(&s.full[b]);
+    if (lane == 0) mbar_expect_tx(&s.full[b], uint32_t(rows * kRawRowBytes));  // before any copy completes
+    __syncwarp();
     if (lane < rows) {
       const int32_t slot = s.slots[i * kStageRows + lane];  // < 2^31: 32-bit division
       const int32_t page = slot / p.page_size, row = slot - page * p.page_size;
       const uint8_t* src = cache + int64_t(page) * p.io.kv_stride_page + int64_t(row) * kRawRowBytes;
       bulk_copy_g2s(s.ring[b] + lane * kRawRowBytes, src, kRawRowBytes, &s.full[b], policy);
     }
+    if (W == Work::kDecode) {
+      constexpr int kChunks = dsa_fp8::kScaleOffset / 16;  // 16-byte chunks of a row's latent bytes
+      const int zero_end = min(kStageRows, (rows + 15) / 16 * 16);
+      for (int c = rows * kChunks + lane; c < zero_end * kChunks; c += 32) {
+        auto* chunk = s.ring[b] + (c / kChunks) * kRawRowBytes + (c % kChunks) * 16;
+        *reinterpret_cast<uint4*>(chunk) = make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+    mbar_arrive(&s.full[b]);
   }
 }
 static_assert(kStageRows == 32, "one row per producer lane");
@@ -489,7 +498,7 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
 template <Work W, class Smem>
 __device__ void init_barriers(Smem& s) {
   if (threadIdx.x != 0) return;
-  for (auto& b : s.full) mbar_init(&b, 32);  // the producer lanes (lane 0 with the bytes)
+  for (auto& b : s.full) mbar_init(&b, 32);  // the producer lanes (lane 0 raised the bytes first)
   for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);  // one warpgroup per stage
   mbar_init(&s.q_full, kConsumerThreads * kWgs);  // the consumers' cp.async arrivals (load_q_share)
   mbar_fence_init();
