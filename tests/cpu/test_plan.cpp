@@ -216,13 +216,16 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   EXPECT_NE(why(heads, "s1n64x4m1p2").find("runs 16, 32, 64 or 128 heads; got num_heads=8"), std::string::npos);
   // 32..128 heads: one CTA per 16, 32 (h32) or 64 (h64, wgmma) heads and split, all of them
   // co-resident when rows split; the default takes 64 heads per CTA from T x H >= 2048 (64 or 128
-  // heads), 32 below that and at 32 heads.
+  // heads), 16 up to T x H = 256, 32 between (and at 32 heads from T = 9).
   heads.num_heads = 128;
   EXPECT_EQ(why(heads, "s16n64x4m1p2"), "ok");
   EXPECT_NE(why(heads, "s32n64x4m1p2").find("all 256 (32 x T=1 x 8 head groups) must be resident at once"),
             std::string::npos);
   EXPECT_EQ(why(heads, "s32n64x4m1p2h32"), "ok");
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s32n64x4m1p2h32");
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p4");
+  heads.num_tokens = 3;
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p2h32");
+  heads.num_tokens = 1;
   EXPECT_EQ(why(heads, "s64n64x4m1p4g2w1h64"), "ok");
   EXPECT_NE(why(heads, "s4n64x4m1p2g1h32").find("h32 (two consumer warpgroups) is compiled with g0"),
             std::string::npos);
@@ -251,6 +254,9 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   heads.num_tokens = 16;
   heads.num_heads = 32;
   EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p2h32");
+  heads.num_tokens = 8;  // T x H = 256: h16, two head groups
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4");
+  heads.num_tokens = 16;
   EXPECT_NE(why(heads, "s1n64x4m1p4g2w1h64").find("h (heads per CTA) must divide num_heads=32"), std::string::npos);
   // The partials of every block of 16 heads.
   EXPECT_EQ(v2.workspace_bytes(heads, v2.default_tiling(heads, h200)),

@@ -30,6 +30,12 @@ constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
 constexpr Pipe kH64Pipe{h64::kStages, h64::kProducers};
 // The default takes h64 from this many T x heads (64 heads from T = 32, 128 from T = 16).
 constexpr int kH64MinTokenHeads = 2048;
+// Up to this many T x heads the default keeps one consumer warpgroup per CTA (h16) at 32, 64 and
+// 128 heads: the head groups then run side by side on more SMs, the later ones reading the rows
+// from L2 (devlog step 27: the contest at 32 heads 12.22 -> 10.14 us, at 64 13.77 -> 13.02 us
+// through its T <= 2 rows, at 128 16.37 -> 15.59 us; a bound of 128, h32 for 32 heads at T = 6-8,
+// kept 11.48 us at 32 heads).
+constexpr int kH16MaxTokenHeads = 256;
 // The default pools the rows (b1) when a token has at most this many CTAs per head group and a
 // full row would give each of them more than this many slots (4 tiles): pooling was measured to
 // win at 8 tiles per CTA (128 heads at T = 5..8, top-k 2048) and to lose at 4 with 8 CTAs per
@@ -189,7 +195,8 @@ class V2Fused final : public DsaKernel {
 
   // 32 heads, and 64 or 128 heads at small batches: two consumer warpgroups per CTA on each
   // gathered tile (h32), 0.66-0.72 x the time of one per 16 heads at T = 128 (the devlog's "More
-  // heads"). From T x H >= 2048 at 64 or 128 heads: the wgmma kernel of 64 heads per CTA (h64),
+  // heads"); up to T x H = kH16MaxTokenHeads one per CTA (h16), whose head groups spread over more
+  // SMs. From T x H >= 2048 at 64 or 128 heads: the wgmma kernel of 64 heads per CTA (h64),
   // 0.77-0.83 x h32's time there; below it h32 was faster (the contest shapes, 64 heads at T = 16:
   // the devlog's step 10).
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
@@ -199,15 +206,19 @@ class V2Fused final : public DsaKernel {
       t.cta_heads = h64::kCtaHeads;
       return t;
     }
-    const int cta_heads = p.num_heads % 32 == 0 ? 32 : kHeads;
+    const int cta_heads = p.num_heads % 32 == 0 && p.num_tokens * p.num_heads > kH16MaxTokenHeads ? 32 : kHeads;
     const Pipe pipe = cta_heads == kHeads ? kPairedPipe : kDefaultPipe;
     DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, cta_heads)),
                 kDefaultMinRows,
                 pipe.stages, 1, pipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
     t.cta_heads = cta_heads;
     // Pooled rows in the regime kPoolBelowSplits and kPoolMinSlotsPerCta describe (step 17).
+    // Only where the pooled kernel is compiled for the pipe (h16's paired pipe has none).
+    DsaTiling pooled = t;
+    pooled.pool = 1;
     const bool pool = p.num_tokens >= 2 && t.num_splits <= kPoolBelowSplits &&
-                      p.topk > int64_t(kPoolMinSlotsPerCta) * t.num_splits && check_pool(p, t).is_ok();
+                      p.topk > int64_t(kPoolMinSlotsPerCta) * t.num_splits &&
+                      is_pooled_instance(instance_of(pooled)) && check_pool(p, pooled).is_ok();
     t.pool = pool ? 1 : 0;
     return t;
   }
