@@ -4,10 +4,10 @@
 //   row t, takes split s of it and computes heads [16 g, 16 g + 16) (the floor: one group); with
 //   the cluster merge (kCluster) CTA (g x max_splits + s, t), so that a cluster is one row's splits.
 //   warps 8-11: producers, one warpgroup (setmaxnreg lowers it to 40 registers, the consumers
-//   rise to 232). Warp 8 loads Q first (one copy, read by both consumer warpgroups). Stage i is warp
-//   i % 4's: 32 bulk copies of one whole 656-byte row (lane r: row r) into the raw ring,
-//   completion counted on the stage's full barrier. The producers leave once their copies are
-//   issued.
+//   rise to 232). Stage i belongs to the pair of warps 8 + 2 (i % 2) and 9 + 2 (i % 2), each
+//   issuing one bulk copy of a whole 656-byte row per lane for half of the stage's 32 rows into the
+//   raw ring, completion counted on the stage's full barrier. The producers leave once their
+//   copies are issued. (Q comes from the consumer warps, before the index row's scan.)
 //   warps 0-7: consumers, two warpgroups on the same 16 heads, warpgroup v on tiles v, v + 2, ...
 //   of 64 slots, or, when the split holds a single tile, on its stage v (32 slots; warpgroup 1
 //   idle until the merge when there is no second stage). Per tile they read the E4M3 bytes of the
