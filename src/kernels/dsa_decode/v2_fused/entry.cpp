@@ -149,6 +149,13 @@ Status check_pool(const DsaProblem& p, const DsaTiling& t) {
   return Status::ok();
 }
 
+// Whether `t` can run with pooled rows: the pooled kernel is compiled for its instance (x4p2, g0,
+// w0, h16 or h32) and the T index rows fit its ring.
+bool can_pool(const DsaProblem& p, DsaTiling t) {
+  t.pool = 1;
+  return is_pooled_instance(instance_of(t)) && check_pool(p, t).is_ok();
+}
+
 // The h64 kernel's workspace: v2_fused's, then every CTA's compacted slots.
 h64::Layout h64_layout(const DsaProblem& p, const DsaTiling& t) {
   return h64::workspace_layout(dsa_ring::head_blocks(p), t.num_splits, p.num_tokens,
@@ -182,8 +189,10 @@ class V2Fused final : public DsaKernel {
     // Each of those with pooled rows too where a batch has rows to pool.
     if (p.num_tokens >= 2 && p.num_tokens <= dsa_ring::kMaxPoolTokens)
       for (size_t i = 0, n = out.size(); i < n; ++i)
-        if (DsaTiling t = out[i]; (t.pool = 1, is_pooled_instance(instance_of(t))) && check_pool(p, t).is_ok())
+        if (DsaTiling t = out[i]; can_pool(p, t)) {
+          t.pool = 1;
           out.push_back(t);
+        }
     if (p.num_heads % h64::kCtaHeads != 0) return out;
     for (DsaTiling t : dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kCpAsync)}, {kH64Pipe})) {
       t.mma = int(Mma::kWgmma);
@@ -212,13 +221,10 @@ class V2Fused final : public DsaKernel {
                 kDefaultMinRows,
                 pipe.stages, 1, pipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
     t.cta_heads = cta_heads;
-    // Pooled rows in the regime kPoolBelowSplits and kPoolMinSlotsPerCta describe (step 17).
-    // Only where the pooled kernel is compiled for the pipe (h16's paired pipe has none).
-    DsaTiling pooled = t;
-    pooled.pool = 1;
+    // Pooled rows in the regime kPoolBelowSplits and kPoolMinSlotsPerCta describe (step 17), where
+    // the pipe has a pooled kernel (h16's paired pipe has none).
     const bool pool = p.num_tokens >= 2 && t.num_splits <= kPoolBelowSplits &&
-                      p.topk > int64_t(kPoolMinSlotsPerCta) * t.num_splits &&
-                      is_pooled_instance(instance_of(pooled)) && check_pool(p, pooled).is_ok();
+                      p.topk > int64_t(kPoolMinSlotsPerCta) * t.num_splits && can_pool(p, t);
     t.pool = pool ? 1 : 0;
     return t;
   }
