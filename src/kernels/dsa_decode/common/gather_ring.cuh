@@ -110,13 +110,21 @@ __device__ __forceinline__ void fill_stage(const RowSource& src, const int32_t* 
 }
 static_assert(kStageRows == 32, "the bulk path gives every lane of a producer warp one row");
 
+// One stage of a producer warp's share of the ring (for_each_own_stage).
+struct OwnStage {
+  int index;   // stage i of the CTA's slots: rows [32 i, 32 i + rows)
+  int buffer;  // its ring buffer, i % Stages
+  int rows;    // its valid rows, 1..32
+  int r0, r1;  // the rows this warp fills
+  bool last;   // the CTA's last stage
+};
+
 // Producer warp `pw` of `Producers` over the CTA's `count` slots. With P = kWarpsPerStage warps
 // per stage, warps pw and its P - 1 neighbours own stages pw / P, pw / P + Producers / P, ..., and
 // warp pw fills rows [(pw % P) x 32 / P, + 32 / P) of each (with P = 1: stages pw, pw + Producers,
-// ..., whole).
-template <Gather G, int Stages, int Producers>
-__device__ void produce_rows(const RowSource& src, const int32_t* slots, int count, uint16_t* ring,
-                             uint64_t* full, uint64_t* empty, int pw) {
+// ..., whole). Waits for each stage's buffer to be free, then calls fill(OwnStage).
+template <int Stages, int Producers, class Fill>
+__device__ __forceinline__ void for_each_own_stage(int count, uint64_t* empty, int pw, Fill&& fill) {
   constexpr int kPer = kWarpsPerStage<Producers>, kOwners = Producers / kPer, kShare = kStageRows / kPer;
   static_assert(Stages % kOwners == 0, "each ring buffer must belong to one producer warp (or pair)");
   const int num_stages = (count + kStageRows - 1) / kStageRows;
@@ -124,14 +132,23 @@ __device__ void produce_rows(const RowSource& src, const int32_t* slots, int cou
   for (int i = pw / kPer; i < num_stages; i += kOwners) {
     const int b = i % Stages;
     kernels::mbar_wait(&empty[b], ((i / Stages) & 1) ^ 1);
-    const int rows = min(kStageRows, count - i * kStageRows);
+    fill(OwnStage{i, b, min(kStageRows, count - i * kStageRows), r0, r0 + kShare, i == num_stages - 1});
+  }
+}
+
+// The bf16 ring's producer warp `pw`: its stages (for_each_own_stage) filled by fill_stage.
+template <Gather G, int Stages, int Producers>
+__device__ void produce_rows(const RowSource& src, const int32_t* slots, int count, uint16_t* ring,
+                             uint64_t* full, uint64_t* empty, int pw) {
+  for_each_own_stage<Stages, Producers>(count, empty, pw, [&](const OwnStage& st) {
     // The phase timeline's stamps (timeline.cuh): the first warp of the first and the last stage.
-    [[maybe_unused]] const bool stamp_first = i == 0 && r0 == 0, stamp_last = i == num_stages - 1 && r0 == 0;
+    [[maybe_unused]] const bool stamp_first = st.index == 0 && st.r0 == 0, stamp_last = st.last && st.r0 == 0;
     MLAKIT_STAMP(stamp_first && threadIdx.x % 32 == 0, kFillStart);
-    fill_stage<G>(src, slots + i * kStageRows, rows, ring + b * kStageElems, &full[b], r0, r0 + kShare, stamp_first);
+    fill_stage<G>(src, slots + st.index * kStageRows, st.rows, ring + st.buffer * kStageElems, &full[st.buffer],
+                  st.r0, st.r1, stamp_first);
     MLAKIT_STAMP(stamp_first && threadIdx.x % 32 == 0, kIssued);
     MLAKIT_STAMP(stamp_last && threadIdx.x % 32 == 0, kLastIssued);
-  }
+  });
 }
 
 // Q of one token (heads x (512 | 64)) into rows of pitch kKvPitch by one warp's 16-byte

@@ -47,52 +47,44 @@ using dsa_v2::kSPitch;
 using dsa_v2::kSlotTiles;
 using dsa_v2::wg_warp;
 
-// Producer warp `pw`: with P = dsa_ring::kWarpsPerStage warps per stage (two of the four), warps
-// pw and its neighbour own stages pw / P, pw / P + Producers / P, ..., warp pw the rows
-// [(pw % P) x 32 / P, + 32 / P) of each, so that the first tile's rows are requested by all four
-// warps at once (v2_fused devlog step 19). Lane 0 raises the full barrier's byte count for its
-// warp's rows first, the lanes of the valid rows issue their copies; in the decode the warp then
-// zeroes the latent bytes of its share of a partial stage's rows up to the next multiple of 16
-// while the copies fly (P V's last k16 step widens them, times a P of 0, and a stale byte could
+// Producer warp `pw`: its stages of the ring and its rows of each (dsa_ring::for_each_own_stage:
+// two warps per stage, each half of its rows, so that the first tile's rows are requested by all
+// four warps at once; v2_fused devlog step 19). Lane 0 raises the full barrier's byte count for
+// its warp's rows first, the lanes of the valid rows issue their copies; in the decode the warp
+// then zeroes the latent bytes of its share of a partial stage's rows up to the next multiple of
+// 16 while the copies fly (P V's last k16 step widens them, times a P of 0, and a stale byte could
 // widen to a NaN, E4M3 0x7f); every lane arrives last, its release publishing its zeros. A
 // partial stage is the CTA's last, so no later copy lands on the zeroed bytes. (Zeroing first
 // delayed a short row's copies; a zero row read by P V in place of the rows past the valid ones
 // instead cost the consumers a select per slot and serving 1 %: fp8 devlog step 10.)
-template <int Producers>
-constexpr int kStageWarps = dsa_ring::kWarpsPerStage<Producers>;
 template <int Stages, int Producers, Work W, class Smem>
 __device__ void produce(const Params& p, Smem& s, int count, int pw) {
-  constexpr int kPer = kStageWarps<Producers>, kOwners = Producers / kPer, kShare = kStageRows / kPer;
-  static_assert(Stages % kOwners == 0, "each ring buffer belongs to one producer warp (or pair)");
   const auto* cache = static_cast<const uint8_t*>(p.io.kv_cache);
   const uint64_t policy = l2_policy(L2Evict::kFirst);  // each row is read once
   const int lane = threadIdx.x % 32;
-  const int num_stages = (count + kStageRows - 1) / kStageRows;
-  const int r0 = (pw % kPer) * kShare, r1 = r0 + kShare;
-  for (int i = pw / kPer; i < num_stages; i += kOwners) {
-    const int b = i % Stages;
-    mbar_wait(&s.empty[b], ((i / Stages) & 1) ^ 1);
-    const int rows = min(kStageRows, count - i * kStageRows);
-    const int own = max(0, min(rows, r1) - r0);  // this warp's valid rows: r0, r0 + 1, ...
-    if (lane == 0) mbar_expect_tx(&s.full[b], uint32_t(own * kRawRowBytes));  // before any copy completes
+  for_each_own_stage<Stages, Producers>(count, s.empty, pw, [&](const OwnStage& st) {
+    uint8_t* stage = s.ring[st.buffer];
+    uint64_t* full = &s.full[st.buffer];
+    const int own = max(0, min(st.rows, st.r1) - st.r0);  // this warp's valid rows: r0, r0 + 1, ...
+    if (lane == 0) mbar_expect_tx(full, uint32_t(own * kRawRowBytes));  // before any copy completes
     __syncwarp();
     if (lane < own) {
-      const int r = r0 + lane;
-      const int32_t slot = s.slots[i * kStageRows + r];  // < 2^31: 32-bit division
+      const int r = st.r0 + lane;
+      const int32_t slot = s.slots[st.index * kStageRows + r];  // < 2^31: 32-bit division
       const int32_t page = slot / p.page_size, row = slot - page * p.page_size;
       const uint8_t* src = cache + int64_t(page) * p.io.kv_stride_page + int64_t(row) * kRawRowBytes;
-      bulk_copy_g2s(s.ring[b] + r * kRawRowBytes, src, kRawRowBytes, &s.full[b], policy);
+      bulk_copy_g2s(stage + r * kRawRowBytes, src, kRawRowBytes, full, policy);
     }
     if (W == Work::kDecode) {
       constexpr int kChunks = dsa_fp8::kScaleOffset / 16;  // 16-byte chunks of a row's latent bytes
-      const int zero_end = min(r1, (rows + 15) / 16 * 16);
-      for (int c = max(rows, r0) * kChunks + lane; c < zero_end * kChunks; c += 32) {
-        auto* chunk = s.ring[b] + (c / kChunks) * kRawRowBytes + (c % kChunks) * 16;
+      const int zero_end = min(st.r1, (st.rows + 15) / 16 * 16);
+      for (int c = max(st.rows, st.r0) * kChunks + lane; c < zero_end * kChunks; c += 32) {
+        auto* chunk = stage + (c / kChunks) * kRawRowBytes + (c % kChunks) * 16;
         *reinterpret_cast<uint4*>(chunk) = make_uint4(0u, 0u, 0u, 0u);
       }
     }
-    mbar_arrive(&s.full[b]);
-  }
+    mbar_arrive(full);
+  });
 }
 static_assert(kStageRows == 32, "a stage's rows are split between the lanes of its warps");
 
@@ -508,7 +500,7 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
 template <Work W, class Smem>
 __device__ void init_barriers(Smem& s) {
   if (threadIdx.x != 0) return;
-  for (auto& b : s.full) mbar_init(&b, 32 * kStageWarps<kProducerWarps>);  // the lanes of a stage's warps
+  for (auto& b : s.full) mbar_init(&b, 32 * kWarpsPerStage<kProducerWarps>);  // the lanes of a stage's warps
   for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);  // one warpgroup per stage
   mbar_init(&s.q_full, kConsumerThreads * kWgs);  // the consumers' cp.async arrivals (load_q_share)
   mbar_fence_init();
