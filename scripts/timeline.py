@@ -8,7 +8,7 @@ Usage:
         --warmup 1 --iters 3
   python3 scripts/timeline.py tl.txt --group 7     # 7 launches per workload: keep the last of each
 
-Every launch appends "L <kernel> <ctas>" and one line of 24 numbers per CTA (the Slot enum of
+Every launch appends "L <kernel> <ctas>" and one line of 25 numbers per CTA (the Slot enum of
 timeline.cuh). For each launch kept, this prints the median over the CTAs that computed of each
 phase in SM cycles, and the in-kernel span (first CTA start to last CTA stop, %globaltimer).
 A bench run launches a workload several times (verification off: warm-up + iterations + the
@@ -20,7 +20,7 @@ import sys
 
 SLOTS = dict(start=0, sliced=1, q_ready=2, first_tile=3, last_tile=4, stored=5, met=6, merged=7, count=8,
              issued=9, arrived=10, stop=11, last_issued=12, sm=13, start_ns=14, stop_ns=15, last_qk=16, last_softmax=17,
-             last_pv=18, row_sums=19, fill_start=20, fill_copied=21, fill_bulk=22, merge_loaded=23)
+             last_pv=18, row_sums=19, fill_start=20, fill_copied=21, fill_bulk=22, merge_loaded=23, combined=24)
 
 # (column, from slot, to slot): a phase is the difference of two clock stamps of one CTA.
 PHASES = [
@@ -36,6 +36,7 @@ PHASES = [
     ("pv", "last_softmax", "last_pv"),        # last tile: P V
     ("sums", "last_pv", "row_sums"),          # row sums over the warps
     ("store", "row_sums", "stored"),          # output or partial out
+    ("combine", "row_sums", "combined"),      # ... of which: v2_fp8's warpgroup 1 folded into warpgroup 0
     ("meet", "stored", "met"),                # split rows: until every CTA of the row is out
     ("arrive", "stored", "arrived"),          # ... of which: the CTA barrier, fence and arrival
     ("merge", "met", "merged"),               # split rows: this CTA's share of the merge

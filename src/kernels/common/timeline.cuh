@@ -43,8 +43,9 @@ enum Slot : int {
   kFillCopied = 21,   // producer, first stage: its rope rows issued (every copy out)
   kFillBulk = 22,     // producer, first stage: its bulk copies issued
   kMergeLoaded = 23,  // split rows: thread 0's first batch of partials loaded and folded
+  kCombined = 24,     // consumers of two warpgroups on one row (v2_fp8): warpgroup 1's state folded in
 };
-constexpr int kSlots = 24, kMaxCtas = 8192;
+constexpr int kSlots = 25, kMaxCtas = 8192;
 
 }  // namespace mlakit::kernels::timeline
 

@@ -32,6 +32,7 @@
 
 #include "kernels/common/bf16x2.cuh"
 #include "kernels/common/cluster.cuh"
+#include "kernels/common/timeline.cuh"
 #include "kernels/dsa_decode/v2_fp8/traits.h"
 #include "kernels/dsa_decode/v2_fused/kernel.cuh"
 
@@ -63,6 +64,10 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
   const uint64_t policy = l2_policy(L2Evict::kFirst);  // each row is read once
   const int lane = threadIdx.x % 32;
   for_each_own_stage<Stages, Producers>(count, s.empty, pw, [&](const OwnStage& st) {
+    // The phase timeline's stamps (timeline.cuh): the first warp of the first and the last stage.
+    [[maybe_unused]] const bool stamp_first = st.index == 0 && st.r0 == 0 && lane == 0;
+    [[maybe_unused]] const bool stamp_last = st.last && st.r0 == 0 && lane == 0;
+    MLAKIT_STAMP(stamp_first, kFillStart);
     uint8_t* stage = s.ring[st.buffer];
     uint64_t* full = &s.full[st.buffer];
     const int own = max(0, min(st.rows, st.r1) - st.r0);  // this warp's valid rows: r0, r0 + 1, ...
@@ -75,6 +80,7 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
       const uint8_t* src = cache + int64_t(page) * p.io.kv_stride_page + int64_t(row) * kRawRowBytes;
       bulk_copy_g2s(stage + r * kRawRowBytes, src, kRawRowBytes, full, policy);
     }
+    MLAKIT_STAMP(stamp_first, kFillBulk);
     if (W == Work::kDecode) {
       constexpr int kChunks = dsa_fp8::kScaleOffset / 16;  // 16-byte chunks of a row's latent bytes
       const int zero_end = min(st.r1, (st.rows + 15) / 16 * 16);
@@ -83,7 +89,10 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
         *reinterpret_cast<uint4*>(chunk) = make_uint4(0u, 0u, 0u, 0u);
       }
     }
+    MLAKIT_STAMP(stamp_first, kFillCopied);  // the zeros written (no rope copies here)
     mbar_arrive(full);
+    MLAKIT_STAMP(stamp_first, kIssued);
+    MLAKIT_STAMP(stamp_last, kLastIssued);
   });
 }
 static_assert(kStageRows == 32, "a stage's rows are split between the lanes of its warps");
@@ -471,30 +480,50 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
   load_q_operands(s.wg[0].q, q);  // one copy of Q, in warpgroup 0's buffer
   if (pair) named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads);  // warpgroup 0's s_part may overwrite Q now
   else consumer_sync();
-  const auto decode = [&](auto rows_c, const RawTile& tile) {
+  MLAKIT_STAMP(threadIdx.x == 0, kQReady);
+  // `stamp`: the phase timeline's stamps of warpgroup 0's last tile (timeline.cuh; no-ops in other builds).
+  const auto decode = [&](auto rows_c, const RawTile& tile, [[maybe_unused]] bool stamp) {
     constexpr int kRows = decltype(rows_c)::value;
     qk_partial<kRows / 8>(&part.s_part[0][0], q, tile);
     consumer_sync();  // all four partials of S are in smem
+    MLAKIT_STAMP(stamp, kLastQk);
     float alpha[2];
     dsa_v2::online_softmax<kRows / 8>(part, tile.rows, p.scale_log2, st, alpha);
+    MLAKIT_STAMP(stamp, kLastSoftmax);
     pv_mma<kRows / 16>(part.p, tile, alpha, unit, o);
+    MLAKIT_STAMP(stamp, kLastPv);
   };
   if (rs.count <= kTileRows) {  // one tile: warpgroup v takes its stage v (ring slot v, first phase)
     mbar_wait(&s.full[v], 0);
+    MLAKIT_STAMP(threadIdx.x == 0, kFirstTile);
+    MLAKIT_STAMP(threadIdx.x == 0, kLastTile);
     const RawTile half{{s.ring[v], s.ring[v]}, min(kStageRows, rs.count - v * kStageRows)};
-    decode(std::integral_constant<int, kStageRows>{}, half);
+    decode(std::integral_constant<int, kStageRows>{}, half, threadIdx.x == 0);
     mbar_arrive(&s.empty[v]);
   } else {
-    for_each_tile<Stages>(s, rs.count, v,
-                          [&](const RawTile& tile) { decode(std::integral_constant<int, kTileRows>{}, tile); });
+    [[maybe_unused]] int first_row = v * kTileRows;  // the tile's first slot (warpgroup v: every other tile)
+    for_each_tile<Stages>(s, rs.count, v, [&](const RawTile& tile) {
+#ifdef MLAKIT_TIMELINE
+      const bool last = threadIdx.x == 0 && first_row + kWgs * kTileRows >= rs.count;
+      MLAKIT_STAMP(threadIdx.x == 0 && first_row == 0, kFirstTile);
+      MLAKIT_STAMP(last, kLastTile);
+      first_row += kWgs * kTileRows;
+#else
+      constexpr bool last = false;
+#endif
+      decode(std::integral_constant<int, kTileRows>{}, tile, last);
+    });
   }
   const float unscale[2] = {pow2(unit[0]), pow2(unit[1])};
   dsa_v2::rescale_rows(o, unscale);
   dsa_v2::reduce_row_sums(part, st, l_total);
+  MLAKIT_STAMP(threadIdx.x == 0, kRowSums);
   if (pair) combine_warpgroups(s, v, st, l_total, o);
+  MLAKIT_STAMP(threadIdx.x == 0, kCombined);
   if (v == 1) return;
   if (rs.splits == 1) store<false, false>(p, s, hb, split, st, l_total, o);
   else store<true, kCluster>(p, s, hb, split, st, l_total, o);
+  MLAKIT_STAMP(threadIdx.x == 0, kStored);
 }
 
 template <Work W, class Smem>
@@ -518,6 +547,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
   const int split = kCluster ? blockIdx.x % p.max_splits : blockIdx.x / p.head_groups;
   const int group = kCluster ? blockIdx.x / p.max_splits : blockIdx.x % p.head_groups, t = blockIdx.y;
   const int hb = t * p.head_groups + group, warp = threadIdx.x / 32;  // hb: the head block (v2_fused)
+  MLAKIT_STAMP_START(threadIdx.x == 0);
   constexpr int kConsumerWarpsAll = kConsumerWarps * kWgs;
   const bool q_copier = kDecode && warp < kConsumerWarpsAll;  // q_full's arrivals: init_barriers
   // The index row's loads go out first: their round trip overlaps the set-up below.
@@ -530,6 +560,8 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
 
   const RowSlice rs = slice_entries<kThreadsFor<Producers, kWgs>, dsa_v2::kIdxPerThread>(
       entries, p.num_slots, split, p.max_splits, p.min_rows, s.slots, s.warp_count);
+  MLAKIT_STAMP(threadIdx.x == 0, kSliced);
+  MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(rs.count) | (uint64_t(rs.splits) << 32));
   const bool works = split < rs.splits && rs.n_valid > 0;
   if (q_copier) {  // no copy may land in the smem of a finished CTA
     if (works) cp_async_arrive_on(&s.q_full);
@@ -537,6 +569,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
   }
   if (!works) {
     if (kDecode && split == 0) dsa_v2::store_empty(p, hb);
+    MLAKIT_STAMP_STOP(threadIdx.x == 0);
     return;
   }
   if (warp >= kConsumerWarpsAll) {  // the producer warpgroup leaves once its copies are issued
@@ -550,7 +583,10 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
     return;
   } else {
     consume_and_store<Stages, kCluster>(p, s, hb, split, rs);
-    if (rs.splits == 1) return;
+    if (rs.splits == 1) {
+      MLAKIT_STAMP_STOP(threadIdx.x == 0);
+      return;
+    }
     if constexpr (kCluster) {  // the row's other CTAs are idle (exited: arrived) or at the same barriers
       cluster_sync();          // every partial is staged
       merge_cluster(p, s, hb, split, rs.splits);
@@ -559,8 +595,11 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
       const auto consumers_sync = [] { named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads); };
       uint32_t* counters = p.counters + 2 * hb;
       dsa_v2::wait_for_row(&counters[0], rs.splits, consumers_sync);
+      MLAKIT_STAMP(threadIdx.x == 0, kMet);
       dsa_v2::merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
+      MLAKIT_STAMP(threadIdx.x == 0, kMerged);
       dsa_v2::leave_row(counters, rs.splits);
+      MLAKIT_STAMP_STOP(threadIdx.x == 0);
     }
   }
 }

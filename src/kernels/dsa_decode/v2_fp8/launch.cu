@@ -17,9 +17,12 @@ cudaError_t launch_one(const Params& params, cudaStream_t stream) {
   // cluster per (row, head group).
   const bool splits = params.max_splits > 1 && W == Work::kDecode;
   if (kCluster && (!splits || params.max_splits > kMaxClusterSplits)) return cudaErrorInvalidValue;
-  return kernels::launch_with_smem<dsa_v2_fp8_kernel<Stages, Producers, W, kCluster>>(
+  kernels::timeline::begin(stream);  // the phase timeline of a MLAKIT_TIMELINE build; else nothing
+  const cudaError_t e = kernels::launch_with_smem<dsa_v2_fp8_kernel<Stages, Producers, W, kCluster>>(
       params, dim3(params.max_splits * params.head_groups, params.num_tokens), dim3(kThreadsFor<Producers, kWgs>),
       int(sizeof(SmemPlan<Stages>)), splits && !kCluster, stream, kCluster ? params.max_splits : 1);
+  kernels::timeline::end(stream, e, params.max_splits * params.head_groups * params.num_tokens, "dsa_decode.v2_fp8");
+  return e;
 }
 
 // Calls f.template operator()<Stages, Producers, W, kCluster>() for the compiled instance, or returns
