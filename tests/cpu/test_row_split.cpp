@@ -5,6 +5,7 @@
 // partial indices that fit the workspace.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <random>
 #include <utility>
@@ -73,6 +74,37 @@ TEST(RowSplit, OneRowCoversItsSlots) {
         EXPECT_LT((rs.splits - 1) * rs.rows_per_split, n);
       }
     }
+}
+
+// The kernels' float ceil_div (row_ring.h): any quotient within a relative 2^-21 of the exact one
+// (__fdividef's bound, taken at both ends) floors to ceil(a / b) over the whole domain, and
+// split_row_by with it gives split_row's plan.
+TEST(RowSplit, FloatCeilDivIsExactOnTheKernelsDomain) {
+  constexpr double kErr = 1.0 / (1 << 21);
+  const auto floors = [&](int a, int b, double rel) {
+    const float num = ceil_div_numerator(a, b);
+    EXPECT_EQ(double(num), a + b - 0.5);  // the numerator is exact in float
+    return int(std::floor(double(num) / b * (1 + rel)));
+  };
+  int bad = 0;
+  for (int b = 1; b <= kMaxRowEntries; ++b)
+    for (int a = 0; a + b <= 2 * kMaxRowEntries; a += (b > 256 ? 3 : 1)) {
+      const int want = (a + b - 1) / b;
+      bad += floors(a, b, -kErr) != want || floors(a, b, kErr) != want;
+    }
+  EXPECT_EQ(bad, 0);
+  for (double rel : {-kErr, kErr})
+    for (int max_splits = 1; max_splits <= 64; ++max_splits)
+      for (int min_rows : {1, 31, 32, 64, 100, 256, 4096, 20000})
+        for (int n = 0; n <= kMaxRowEntries; ++n) {
+          const RowSplit want = split_row(n, max_splits, min_rows);
+          const RowSplit got =
+              split_row_by(n, max_splits, min_rows, [&](int a, int b) { return floors(a, b, rel); });
+          if (got.splits != want.splits || got.rows_per_split != want.rows_per_split) {
+            ADD_FAILURE() << "n=" << n << " max_splits=" << max_splits << " min_rows=" << min_rows;
+            return;
+          }
+        }
 }
 
 TEST(RowSplit, PoolOfOneRowIsTheRowsOwnSplit) {

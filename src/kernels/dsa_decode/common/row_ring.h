@@ -93,13 +93,29 @@ struct RowSplit {
   int rows_per_split;  // compacted slots per split (the last split may hold fewer)
 };
 
-MLAKIT_HOST_DEVICE constexpr RowSplit split_row(int n, int max_splits, int min_rows) {
-  const int even = (n + max_splits - 1) / max_splits;
+// With ceil_div(a, b) = ceil(a / b) for the pairs it is given: (n, max_splits), and (n, per) when
+// per < n.
+template <class CeilDiv>
+MLAKIT_HOST_DEVICE constexpr RowSplit split_row_by(int n, int max_splits, int min_rows, CeilDiv ceil_div) {
+  const int even = ceil_div(n, max_splits);
   int per = (even + kStageRows - 1) / kStageRows * kStageRows;
   if (per < min_rows) per = min_rows;
-  const int splits = n == 0 ? 1 : (n + per - 1) / per;
+  const int splits = per >= n ? 1 : ceil_div(n, per);  // n == 0: one split
   return RowSplit{splits, per};
 }
+
+MLAKIT_HOST_DEVICE constexpr RowSplit split_row(int n, int max_splits, int min_rows) {
+  return split_row_by(n, max_splits, min_rows, [](int a, int b) { return (a + b - 1) / b; });
+}
+
+// The kernels' ceil_div for rows of at most kMaxRowEntries entries and at most kMaxRowEntries
+// splits (so a + b <= 2^14): floor of a float quotient of (a + b - 1/2) / b. The exact quotient is
+// at least 1 / (2b) away from an integer, and one within a relative 2^-21 of it (__fdividef: 2
+// ulp) is at most 2^14 / b x 2^-21 < 1 / (2b) away from it, so the floor is ceil(a / b): one
+// reciprocal and one multiply instead of an integer division (two of them, in the uniform
+// datapath, were ~300 cycles of every CTA's slice; v2_fused devlog step 28).
+constexpr int kMaxRowEntries = 1 << 13;
+MLAKIT_HOST_DEVICE constexpr float ceil_div_numerator(int a, int b) { return float(a) + (float(b) - 0.5f); }
 
 // Pooled rows (a tiling's b1, T <= kMaxPoolTokens): the grid keeps its S CTAs per token, but the
 // splits of every row come from one slot count per split for the whole batch, so a long row may

@@ -16,6 +16,23 @@ struct RowSlice {
   int count;    // slots of this CTA's split (0 when the CTA has no work)
 };
 
+// Entry x (kept: a valid slot) at row position pos: written to slots[pos - begin] when that is in
+// [0, count), and pos moves past it. Without a branch: a kept entry in the split is one predicated
+// store, so the unrolled loop over a thread's entries is straight-line code (a branch per entry with
+// its reconvergence cost the slice ~500-1,000 cycles of every CTA's critical path: v2_fused devlog
+// step 28).
+__device__ __forceinline__ void place_entry(int32_t x, bool kept, int& pos, int begin, int count, int32_t* slots) {
+  const int at = pos - begin;
+  if (kept && uint32_t(at) < uint32_t(count)) slots[at] = x;
+  pos += int(kept);
+}
+
+// split_row() for a row of at most kMaxRowEntries entries, its divisions by float (row_ring.h).
+__device__ __forceinline__ RowSplit split_row_small(int n, int max_splits, int min_rows) {
+  return split_row_by(n, max_splits, min_rows,
+                      [](int a, int b) { return int(__fdividef(ceil_div_numerator(a, b), float(b))); });
+}
+
 // Issues the loads of entries [tid * kPerThread, tid * kPerThread + kPerThread) of the row
 // (16-byte loads when the row is aligned; -1 past topk) and returns without waiting for them: a
 // kernel issues them first, so that their round trip overlaps its set-up (barriers, Q's copies).
@@ -64,15 +81,12 @@ __device__ RowSlice slice_entries(int32_t (&v)[kPerThread], int64_t num_slots, i
     pos += w < warp ? c : 0;
     n += c;
   }
-  const RowSplit rs = split_row(n, max_splits, min_rows);
+  static_assert(kThreads * kPerThread <= kMaxRowEntries, "split_row_small covers the row");
+  const RowSplit rs = split_row_small(n, max_splits, min_rows);
   const int begin = split * rs.rows_per_split;
   const int count = split < rs.splits ? min(rs.rows_per_split, n - begin) : 0;
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j)
-    if (v[j] >= 0) {
-      if (pos >= begin && pos < begin + count) slots[pos - begin] = v[j];
-      ++pos;
-    }
+  for (int j = 0; j < kPerThread; ++j) place_entry(v[j], v[j] >= 0, pos, begin, count, slots);
   __syncthreads();
   return RowSlice{n, rs.splits, count > 0 ? count : 0};
 }
@@ -226,12 +240,7 @@ __device__ PooledSlice slice_pooled(const int32_t* indices, int64_t stride_t, in
     int pos = inclusive - mine;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) pos += w < order_warp ? warp_sum[w] : 0;
-    const auto place = [&](int32_t x) {
-      if (uint32_t(x) < limit) {
-        if (pos >= begin && pos < begin + count) slots[pos - begin] = x;
-        ++pos;
-      }
-    };
+    const auto place = [&](int32_t x) { place_entry(x, uint32_t(x) < limit, pos, begin, count, slots); };
 #pragma unroll
     for (int c = 0; c < kPerThread / 4; ++c) place(v[c].x), place(v[c].y), place(v[c].z), place(v[c].w);
   }

@@ -155,7 +155,7 @@ class V2Fp8 final : public DsaKernel {
 
   Status launch(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x, void* workspace,
                 cudaStream_t stream) const override {
-    Params a{dsa_ring::ring_params<dsa_v2::Params>(p, t, x), p.page_size};
+    Params a{dsa_ring::ring_params<dsa_v2::Params>(p, t, x), p.page_size, page_shift_of(p.page_size)};
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     a.head_groups = groups(p);
     const dsa_v2::WorkspaceLayout w = dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits);

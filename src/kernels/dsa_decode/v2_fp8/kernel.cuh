@@ -76,7 +76,8 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
     if (lane < own) {
       const int r = st.r0 + lane;
       const int32_t slot = s.slots[st.index * kStageRows + r];  // < 2^31: 32-bit division
-      const int32_t page = slot / p.page_size, row = slot - page * p.page_size;
+      const int32_t page = p.page_shift >= 0 ? slot >> p.page_shift : slot / p.page_size;
+      const int32_t row = slot - page * p.page_size;
       const uint8_t* src = cache + int64_t(page) * p.io.kv_stride_page + int64_t(row) * kRawRowBytes;
       bulk_copy_g2s(stage + r * kRawRowBytes, src, kRawRowBytes, full, policy);
     }

@@ -49,10 +49,20 @@ constexpr Pipe kFp8DefaultPipe = {8, kProducerWarps};
 constexpr int kMaxClusterSplits = 8;
 
 // Kernel arguments: v2_fused's, plus the page size (a slot's row is at
-// kv_cache + (slot / page_size) * kv_stride_page + (slot % page_size) * 656).
+// kv_cache + (slot / page_size) * kv_stride_page + (slot % page_size) * 656) and, for a page size
+// that is a power of two (the engines' 64), its log2, else -1: a shift instead of a division on the
+// producers' path to their first copies (~60 cycles of it: v2_fused devlog step 28).
 struct Params : dsa_v2::Params {
   int page_size;
+  int page_shift;
 };
+constexpr int page_shift_of(int page_size) {
+  if (page_size <= 0 || (page_size & (page_size - 1)) != 0) return -1;
+  int shift = 0;
+  while ((1 << shift) < page_size) ++shift;
+  return shift;
+}
+static_assert(page_shift_of(64) == 6 && page_shift_of(1) == 0 && page_shift_of(48) == -1, "page_shift_of");
 
 // Shared-memory plan; sizeof(SmemPlan<Stages>) is the dynamic shared memory of one CTA.
 template <int Stages>
