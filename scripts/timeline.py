@@ -43,6 +43,20 @@ PHASES = [
     ("mload", "met", "merge_loaded"),         # ... of which: thread 0's first batch loaded and folded
 ]
 
+# mla_decode.v1_paged (16 query rows per CTA): its schedule, the first item's Q, the CTA's pieces,
+# the barrier after them, the merge of its split items.
+PHASES_MLA = [
+    ("sched", "start", "sliced"),             # the split-KV schedule computed from cache_seqlens
+    ("to_q", "sliced", "q_ready"),            # consumers: the first item's Q in registers
+    ("work", "q_ready", "stored"),            # every piece computed, stored or published
+    ("sync", "stored", "met"),                # the CTA barrier after its pieces
+    ("merge", "met", "merged"),               # its split items waited for and merged
+]
+
+
+def phases_of(launch):
+    return PHASES_MLA if launch["kernel"].startswith("mla_decode") else PHASES
+
 
 def read(path):
     launches = []
@@ -53,7 +67,8 @@ def read(path):
         if parts[0] == "L":
             launches.append({"kernel": parts[1], "ctas": []})
         else:
-            launches[-1]["ctas"].append([int(x) for x in parts])
+            row = [int(x) for x in parts]
+            launches[-1]["ctas"].append(row + [0] * (len(SLOTS) - len(row)))  # files of fewer slots: 0 = unstamped
     return launches
 
 
@@ -66,7 +81,7 @@ def summary(launch):
     ghz = statistics.median((c[SLOTS["stop"]] - c[SLOTS["start"]]) / (c[SLOTS["stop_ns"]] - c[SLOTS["start_ns"]])
                             for c in long_ctas) if long_ctas else float("nan")
     out = {"ctas": len(ran), "worked": len(worked), "span_us": span_us, "ghz": ghz}
-    for name, a, b in PHASES:
+    for name, a, b in phases_of(launch):
         v = [c[SLOTS[b]] - c[SLOTS[a]] for c in worked if c[SLOTS[a]] and c[SLOTS[b]]]
         out[name] = statistics.median(v) if v else None
     return out
@@ -81,12 +96,16 @@ def main():
     if args.group < 1 or len(launches) % args.group:
         sys.exit(f"{len(launches)} launches do not split into groups of {args.group}")
     kept = launches[args.group - 1::args.group]
-    head = ["#", "ctas", "work", "span_us", "GHz"] + [p[0] for p in PHASES]
-    print(" ".join(f"{h:>7}" for h in head))
+    shown = None
     for i, launch in enumerate(kept):
+        phases = phases_of(launch)
+        if phases is not shown:  # a header for each run of launches of one kernel family
+            head = ["#", "ctas", "work", "span_us", "GHz"] + [p[0] for p in phases]
+            print(" ".join(f"{h:>7}" for h in head))
+            shown = phases
         s = summary(launch)
         cells = [str(i), str(s["ctas"]), str(s["worked"]), f"{s['span_us']:.2f}", f"{s['ghz']:.2f}"]
-        cells += ["-" if s[p[0]] is None else f"{s[p[0]]:.0f}" for p in PHASES]
+        cells += ["-" if s[p[0]] is None else f"{s[p[0]]:.0f}" for p in phases]
         print(" ".join(f"{c:>7}" for c in cells))
 
 

@@ -17,12 +17,13 @@ def test_the_slot_numbers_are_the_headers():
     camel = {re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower(): value for name, value in enum.items()}
     assert camel == timeline.SLOTS
     assert f"kSlots = {len(enum)}," in header  # every slot is named
-    for _, a, b in timeline.PHASES:
+    for _, a, b in timeline.PHASES + timeline.PHASES_MLA:
         assert a in timeline.SLOTS and b in timeline.SLOTS
 
 
 def cta(start, **cycles):
-    """One CTA's 24 numbers: clock stamps relative to `start`, 1 cycle per ns."""
+    """One CTA's 24 numbers (a file of before the slot kCombined: read pads it): clock stamps
+    relative to `start`, 1 cycle per ns."""
     row = [0] * 24
     row[timeline.SLOTS["start"]] = start
     row[timeline.SLOTS["start_ns"]] = start
@@ -32,10 +33,10 @@ def cta(start, **cycles):
     return row
 
 
-def write(path, launches):
+def write(path, launches, kernel="dsa_decode.v2_fused"):
     with open(path, "w") as f:
         for ctas in launches:
-            f.write(f"L dsa_decode.v2_fused {len(ctas)}\n")
+            f.write(f"L {kernel} {len(ctas)}\n")
             for row in ctas:
                 f.write(" ".join(str(x) for x in row) + "\n")
 
@@ -67,3 +68,15 @@ def test_a_group_that_does_not_divide_the_launches_is_an_error(tmp_path):
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "timeline.py"), str(path), "--group", "2"],
                          capture_output=True, text=True)
     assert run.returncode != 0 and "3 launches do not split into groups of 2" in run.stderr
+
+
+def test_mla_launches_get_the_schedule_phases(tmp_path, capsys):
+    worked = [cta(1000, sliced=4000, q_ready=7000, stored=14000, met=14200, merged=21000, stop=21100)]
+    path = tmp_path / "tl.txt"
+    write(path, [worked], kernel="mla_decode.v1_paged")
+    s = timeline.summary(timeline.read(path)[0])
+    assert (s["sched"], s["to_q"], s["work"], s["sync"], s["merge"]) == (4000, 3000, 7000, 200, 6800)
+    sys.argv = ["timeline.py", str(path)]
+    timeline.main()
+    head = capsys.readouterr().out.splitlines()[0].split()
+    assert head[5:] == ["sched", "to_q", "work", "sync", "merge"]

@@ -235,6 +235,7 @@ __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g
       mbar_wait(&s.q_full, uint32_t(items & 1));
       dsa_v2::load_q_fragments(s.q, qa);
       mbar_arrive(&s.q_empty);
+      MLAKIT_STAMP(items == 0 && threadIdx.x == 0, kQReady);  // the first item's Q in registers
       ++items;
       consume_piece<Stages>(s, pc.count, stage, p.scale_log2, qa, st, o);
       dsa_v2::reduce_row_sums(s, st, l_total);
@@ -382,17 +383,27 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
   const int head_blocks = p.heads / kHeadBlock;
   const Group g{int(blockIdx.y) / head_blocks, int(blockIdx.y) % head_blocks, int(blockIdx.y)};
+  MLAKIT_STAMP_START(threadIdx.x == 0);  // the phase timeline (timeline.cuh; no-ops in other builds)
   init_barriers(s);  // ordered before first use by locate_range's barriers
   const Range r = locate_range<kThreadsFor<Producers>>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
-  if (r.empty()) return;  // more CTAs than units: this one holds none
+  MLAKIT_STAMP(threadIdx.x == 0, kSliced);  // the schedule computed
+  MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
+  if (r.empty()) {  // more CTAs than units: this one holds none
+    MLAKIT_STAMP_STOP(threadIdx.x == 0);
+    return;
+  }
   const int warp = threadIdx.x / 32;
   if (warp >= kConsumerWarps) produce<Stages, Producers>(p, s, r, g, warp - kConsumerWarps);
   else if constexpr (kMath) consume<Stages>(p, s, r, g);
   else consume_no_math<Stages>(p, s, r, g);
+  MLAKIT_STAMP(threadIdx.x == 0, kStored);  // every piece computed, stored or published
   if constexpr (!kMath) return;
   __syncthreads();  // every piece of this CTA is published; the ring is free
+  MLAKIT_STAMP(threadIdx.x == 0, kMet);  // (the CTA's own pieces only: merge_item waits for the others)
   merge_split_items<kThreadsFor<Producers>, kHeadBlock>(p, reinterpret_cast<float*>(&s.ring[0][0]), r, g,
                                                         [] { __syncthreads(); });
+  MLAKIT_STAMP(threadIdx.x == 0, kMerged);
+  MLAKIT_STAMP_STOP(threadIdx.x == 0);
 }
 
 }  // namespace mlakit::mla_v1

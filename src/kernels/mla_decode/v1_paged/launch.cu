@@ -14,9 +14,12 @@ namespace {
 template <int Stages, int Producers, bool kMath>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
   // Always cooperative: the CTAs of a split request wait for each other to merge.
-  return kernels::launch_with_smem<mla_v1_kernel<Stages, Producers, kMath>>(
+  kernels::timeline::begin(stream);  // the phase timeline of a MLAKIT_TIMELINE build; else nothing
+  const cudaError_t e = kernels::launch_with_smem<mla_v1_kernel<Stages, Producers, kMath>>(
       params, dim3(params.ctas_per_group, params.groups), dim3(kThreadsFor<Producers>), int(sizeof(SmemPlan<Stages>)),
       true, stream);
+  kernels::timeline::end(stream, e, params.ctas_per_group * params.groups, "mla_decode.v1_paged");
+  return e;
 }
 
 // Calls f.template operator()<Stages, Producers>() for the compiled pipe, or returns
