@@ -385,7 +385,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   const Group g{int(blockIdx.y) / head_blocks, int(blockIdx.y) % head_blocks, int(blockIdx.y)};
   MLAKIT_STAMP_START(threadIdx.x == 0);  // the phase timeline (timeline.cuh; no-ops in other builds)
   init_barriers(s);  // ordered before first use by locate_range's barriers
-  const Range r = locate_range<kThreadsFor<Producers>>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
+  const Range r = locate_range<kThreadsFor<Producers>, true>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
   MLAKIT_STAMP(threadIdx.x == 0, kSliced);  // the schedule computed
   MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
   if (r.empty()) {  // more CTAs than units: this one holds none

@@ -108,6 +108,35 @@ __device__ int64_t exclusive_scan(int64_t v, int64_t* scratch, int64_t* total) {
   return before;
 }
 
+// The same, and the block's maximum of a second int64 (`top`) through the same barrier.
+template <int kThreads>
+__device__ int64_t exclusive_scan(int64_t v, int64_t top, int64_t* scratch, int64_t* total, int64_t* block_top) {
+  constexpr int kWarps = kThreads / 32;
+  static_assert(kWarps <= 16, "scratch holds the warps' sums, then their maxima");
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int64_t inc = v;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int64_t up = __shfl_up_sync(0xffffffffu, inc, d);
+    if (lane >= d) inc += up;
+    const int64_t other = __shfl_xor_sync(0xffffffffu, top, d);
+    top = other > top ? other : top;
+  }
+  if (lane == 31) scratch[warp] = inc;
+  if (lane == 0) scratch[16 + warp] = top;
+  __syncthreads();
+  int64_t before = inc - v, sum = 0, m = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    before += w < warp ? scratch[w] : 0;
+    sum += scratch[w];
+    m = scratch[16 + w] > m ? scratch[16 + w] : m;
+  }
+  *total = sum;
+  *block_top = m;
+  return before;
+}
+
 // Block-wide maximum of one int64 per thread (kThreads threads); `scratch` holds 32 and is free
 // (no thread still reads it). Ends with a CTA barrier after which `scratch` is free again.
 template <int kThreads>
@@ -133,8 +162,11 @@ __device__ int64_t block_max(int64_t v, int64_t* scratch) {
 // hold this CTA's boundaries of the units cut find its requests; thread c (and c + kThreads, ...)
 // finds the item edge nearest to boundary c for the whole-items cut (a binary search over the
 // threads' first units, then the thread's K items); then both cuts' longest ranges decide which one
-// the group runs.
-template <int kThreads>
+// the group runs. kSkipWhole: first decide from the longest item whether the whole-items cut can
+// be taken at all, and skip its edges when not (the 16-row kernel; the m64 kernel keeps the plain
+// schedule: the skip's registers pushed its consumers' spills from 72 to 80 bytes and its
+// compute-bound shapes lost 1-3 us, mla devlog run 37).
+template <int kThreads, bool kSkipWhole = false>
 __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan, int64_t* sched, void* edge_scratch) {
   static_assert(kThreads <= kMaxScheduleThreads, "the schedule's scratch holds each thread's first unit");
   auto* first_unit = static_cast<int64_t*>(edge_scratch);  // [kThreads]
@@ -142,13 +174,26 @@ __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan,
   auto* edge_item = reinterpret_cast<int*>(edge_unit + kMaxCtas + 1);
   const int per = (p.batch + kThreads - 1) / kThreads;
   const int b0 = threadIdx.x * per, b1 = min(b0 + per, p.batch);
-  int64_t mine = 0;
-  for (int b = b0; b < b1; ++b) mine += item_units(visible_rows(p, b, qpos));
+  int64_t mine = 0, longest_mine = 0;
+  for (int b = b0; b < b1; ++b) {
+    const int units = item_units(visible_rows(p, b, qpos));
+    mine += units;
+    longest_mine = units > longest_mine ? units : longest_mine;
+  }
   Range r;
-  const int64_t unit = exclusive_scan<kThreads>(mine, scan, &r.total);
+  int64_t longest = 0;  // the group's longest item (kSkipWhole)
+  const int64_t unit = kSkipWhole ? exclusive_scan<kThreads>(mine, longest_mine, scan, &r.total, &longest)
+                                  : exclusive_scan<kThreads>(mine, scan, &r.total);
   first_unit[threadIdx.x] = unit;
   r.n = int(r.total < p.ctas_per_group ? r.total : p.ctas_per_group);
   const int n = r.n;
+  const int64_t widest_units = (r.total + n - 1) / n;
+  // Some CTA's whole-items range holds the longest item, so that cut's widest range is at least
+  // `longest`: past the units cut's widest plus `whole`, it cannot be taken, and its edges (a
+  // search per boundary, two barriers and a block maximum: ~2,200 of the schedule's ~4,400 cycles)
+  // are not computed. The same decision as computing them, from block-wide values: every thread
+  // takes the same branch.
+  const bool whole_possible = !kSkipWhole || longest <= widest_units + p.whole;
   r.lo = cta < n ? boundary(cta, n, r.total) : r.total;
   r.hi = cta < n ? boundary(cta + 1, n, r.total) : r.total;
   if (r.lo < r.hi && unit <= r.hi - 1 && r.lo < unit + mine) {
@@ -161,6 +206,14 @@ __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan,
     }
   }
   __syncthreads();
+  if (!whole_possible) {
+    r.whole = false;
+    r.first = int(sched[0]);
+    r.first_unit = sched[1];
+    r.last = int(sched[2]);
+    __syncthreads();  // every read of sched is done
+    return r;
+  }
   // The whole-items cut: the item edge nearest to boundary c (the lower one on a tie). Threads
   // with items have strictly increasing first units (an item is at least one unit); those
   // without any start at W, past every boundary.
@@ -183,7 +236,7 @@ __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan,
   __syncthreads();
   int64_t widest = 0;
   for (int c = threadIdx.x; c < n; c += kThreads) widest = max(widest, edge_unit[c + 1] - edge_unit[c]);
-  const int64_t widest_units = (r.total + n - 1) / n, widest_whole = block_max<kThreads>(widest, scan);
+  const int64_t widest_whole = block_max<kThreads>(widest, scan);
   r.whole = widest_whole <= widest_units + p.whole;
   if (r.whole) {
     r.lo = cta < n ? edge_unit[cta] : r.total;
