@@ -85,55 +85,36 @@ __device__ __forceinline__ int slot_of_piece(const Piece& pc, int j, int n, int6
   return j == 0 && boundary(pc.first_cta, n, total) < pc.unit ? 1 : 0;
 }
 
-// Block-wide exclusive scan of one int64 per thread (kThreads threads); `scratch` holds 32.
-template <int kThreads>
-__device__ int64_t exclusive_scan(int64_t v, int64_t* scratch, int64_t* total) {
-  constexpr int kWarps = kThreads / 32;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int64_t inc = v;
-#pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    const int64_t up = __shfl_up_sync(0xffffffffu, inc, d);
-    if (lane >= d) inc += up;
-  }
-  if (lane == 31) scratch[warp] = inc;
-  __syncthreads();
-  int64_t before = inc - v, sum = 0;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    before += w < warp ? scratch[w] : 0;
-    sum += scratch[w];
-  }
-  *total = sum;
-  return before;
-}
-
-// The same, and the block's maximum of a second int64 (`top`) through the same barrier.
-template <int kThreads>
+// Block-wide exclusive scan of one int64 per thread (kThreads threads); `scratch` holds 32. With
+// kTop, also the block's maximum of a second int64 (`top`) through the same barrier (else `top` is
+// unused and `block_top` untouched).
+template <int kThreads, bool kTop = false>
 __device__ int64_t exclusive_scan(int64_t v, int64_t top, int64_t* scratch, int64_t* total, int64_t* block_top) {
   constexpr int kWarps = kThreads / 32;
-  static_assert(kWarps <= 16, "scratch holds the warps' sums, then their maxima");
+  static_assert(!kTop || kWarps <= 16, "scratch holds the warps' sums, then their maxima");
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int64_t inc = v;
 #pragma unroll
   for (int d = 1; d < 32; d *= 2) {
     const int64_t up = __shfl_up_sync(0xffffffffu, inc, d);
     if (lane >= d) inc += up;
-    const int64_t other = __shfl_xor_sync(0xffffffffu, top, d);
-    top = other > top ? other : top;
+    if constexpr (kTop) {
+      const int64_t other = __shfl_xor_sync(0xffffffffu, top, d);
+      top = other > top ? other : top;
+    }
   }
   if (lane == 31) scratch[warp] = inc;
-  if (lane == 0) scratch[16 + warp] = top;
+  if (kTop && lane == 0) scratch[16 + warp] = top;
   __syncthreads();
   int64_t before = inc - v, sum = 0, m = 0;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) {
     before += w < warp ? scratch[w] : 0;
     sum += scratch[w];
-    m = scratch[16 + w] > m ? scratch[16 + w] : m;
+    if constexpr (kTop) m = scratch[16 + w] > m ? scratch[16 + w] : m;
   }
   *total = sum;
-  *block_top = m;
+  if constexpr (kTop) *block_top = m;
   return before;
 }
 
@@ -182,8 +163,7 @@ __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan,
   }
   Range r;
   int64_t longest = 0;  // the group's longest item (kSkipWhole)
-  const int64_t unit = kSkipWhole ? exclusive_scan<kThreads>(mine, longest_mine, scan, &r.total, &longest)
-                                  : exclusive_scan<kThreads>(mine, scan, &r.total);
+  const int64_t unit = exclusive_scan<kThreads, kSkipWhole>(mine, longest_mine, scan, &r.total, &longest);
   first_unit[threadIdx.x] = unit;
   r.n = int(r.total < p.ctas_per_group ? r.total : p.ctas_per_group);
   const int n = r.n;
