@@ -115,10 +115,33 @@ static inline void end(cudaStream_t stream, cudaError_t launched, int ctas, cons
   ((cond) ? ::mlakit::kernels::timeline::put(::mlakit::kernels::timeline::slot, clock64()) : void())
 #define MLAKIT_STAMP_VALUE(cond, slot, v) \
   ((cond) ? ::mlakit::kernels::timeline::put(::mlakit::kernels::timeline::slot, (v)) : void())
+
+namespace mlakit::kernels::timeline {
+// A consumer's walk over the tiles of `count` slots that start at slot `first`, `step` slots
+// apart: tile() stamps kFirstTile at the CTA's first tile (slot 0) and kLastTile at the walk's
+// last, from `stamper` (thread 0), and says whether this is the walk's last tile for the stamper
+// (the stamps of the last tile's phases).
+struct TileWalk {
+  int next, step, count;
+  bool stamper;
+  __device__ bool tile() {
+    const bool last = stamper && next + step >= count;
+    if (stamper && next == 0) put(kFirstTile, clock64());
+    if (last) put(kLastTile, clock64());
+    next += step;
+    return last;
+  }
+};
+}  // namespace mlakit::kernels::timeline
 #else
 namespace mlakit::kernels::timeline {
 inline void begin(cudaStream_t) {}
 inline void end(cudaStream_t, cudaError_t, int, const char*) {}
+struct TileWalk {  // no stamps: never the last tile of anything stamped
+  int next, step, count;
+  bool stamper;
+  __device__ bool tile() { return false; }
+};
 }  // namespace mlakit::kernels::timeline
 #define MLAKIT_STAMP_START(cond) ((void)0)
 #define MLAKIT_STAMP_STOP(cond) ((void)0)

@@ -502,17 +502,10 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
     decode(std::integral_constant<int, kStageRows>{}, half, threadIdx.x == 0);
     mbar_arrive(&s.empty[v]);
   } else {
-    [[maybe_unused]] int first_row = v * kTileRows;  // the tile's first slot (warpgroup v: every other tile)
+    // Warpgroup v: every other tile, from tile v (the phase timeline's stamps: thread 0's walk).
+    kernels::timeline::TileWalk walk{v * kTileRows, kWgs * kTileRows, rs.count, threadIdx.x == 0};
     for_each_tile<Stages>(s, rs.count, v, [&](const RawTile& tile) {
-#ifdef MLAKIT_TIMELINE
-      const bool last = threadIdx.x == 0 && first_row + kWgs * kTileRows >= rs.count;
-      MLAKIT_STAMP(threadIdx.x == 0 && first_row == 0, kFirstTile);
-      MLAKIT_STAMP(last, kLastTile);
-      first_row += kWgs * kTileRows;
-#else
-      constexpr bool last = false;
-#endif
-      decode(std::integral_constant<int, kTileRows>{}, tile, last);
+      decode(std::integral_constant<int, kTileRows>{}, tile, walk.tile());
     });
   }
   const float unscale[2] = {pow2(unit[0]), pow2(unit[1])};

@@ -277,16 +277,9 @@ __device__ void consume_rows(Smem& s, Part& part, int count, float scale_log2, R
   write_zero_row(part);  // ordered before every P V by take_q's barrier
   take_q(s, part, qa);
   MLAKIT_STAMP(threadIdx.x == 0, kQReady);
-  [[maybe_unused]] int first_row = 0;
+  kernels::timeline::TileWalk walk{0, kTileRows, count, threadIdx.x == 0};  // the phase timeline's stamps
   for_each_tile<Stages>(s, part, count, [&](const Tile& tile) {
-#ifdef MLAKIT_TIMELINE
-    const bool last = first_row + kTileRows >= count;
-    MLAKIT_STAMP(first_row == 0 && threadIdx.x == 0, kFirstTile);
-    MLAKIT_STAMP(last && threadIdx.x == 0, kLastTile);
-    first_row += kTileRows;
-#else
-    constexpr bool last = false;
-#endif
+    const bool last = walk.tile();
     // A one-stage tile (<= 32 rows: short rows, an odd last stage) computes half the columns.
     if (tile.rows <= kStageRows) decode_tile<kSlotTiles / 2>(part, qa, tile, scale_log2, st, o, last);
     else decode_tile(part, qa, tile, scale_log2, st, o, last);
