@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/common/mma.cuh"
+#include "kernels/common/softmax.cuh"
 
 namespace mlakit::kernels {
 
@@ -28,9 +29,9 @@ struct ChunkMerge {
   }
 
   // O / l as eight bf16 (one 16-byte store); 0 for a chunk that saw nothing.
-  __device__ __forceinline__ uint4 output() const { return pack_bf16x8(acc, l > 0.f ? 1.f / l : 0.f); }
+  __device__ __forceinline__ uint4 output() const { return pack_bf16x8(acc, l > 0.f ? fast_rcp(l) : 0.f); }
   // The row's lse (base 2); -inf for a row that saw nothing.
-  __device__ __forceinline__ float lse() const { return l > 0.f ? m + log2f(l) : -INFINITY; }
+  __device__ __forceinline__ float lse() const { return l > 0.f ? m + fast_log2(l) : -INFINITY; }
 };
 
 }  // namespace mlakit::kernels

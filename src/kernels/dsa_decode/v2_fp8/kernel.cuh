@@ -391,7 +391,7 @@ __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int spli
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t base = (row0 + g + 8 * r) * kDimV + w * kDimsPerWarp + 8 * t;
-    const float k = kPartial ? 1.f : 1.f / l_total[r];  // a partial stays unnormalised
+    const float k = kPartial ? 1.f : fast_rcp(l_total[r]);  // a partial stays unnormalised
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const float* lo[4] = {&o[4 * q][2 * r], &o[4 * q + 1][2 * r], &o[4 * q + 2][2 * r], &o[4 * q + 3][2 * r]};
@@ -414,7 +414,7 @@ __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int spli
     for (int r = 0; r < 2; ++r) {
       if constexpr (kPartial && kCluster) staged_ml[g + 8 * r] = make_float2(st.m[r], l_total[r]);
       else if constexpr (kPartial) p.part_ml[row0 + g + 8 * r] = make_float2(st.m[r], l_total[r]);
-      else p.io.lse[row0 + g + 8 * r] = st.m[r] + log2f(l_total[r]);
+      else p.io.lse[row0 + g + 8 * r] = st.m[r] + fast_log2(l_total[r]);
     }
   }
 }

@@ -121,7 +121,7 @@ __device__ inline void store(const Params& p, int block, int split, int splits, 
   uint16_t* dst = (whole ? static_cast<uint16_t*>(p.io.output) : part_o_bf16(p)) + wg * kDimsPerWg;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const float k = whole ? 1.f / l_total[r] : 1.f;
+    const float k = whole ? fast_rcp(l_total[r]) : 1.f;
     uint16_t* row = dst + (row0 + g + 8 * r) * kDimV;
 #pragma unroll
     for (int j0 = 0; j0 < 32; j0 += 4) {  // n8 tiles j0 .. j0 + 3: dims [8 j0, 8 j0 + 32) of the warpgroup's
@@ -131,7 +131,7 @@ __device__ inline void store(const Params& p, int block, int split, int splits, 
       *reinterpret_cast<uint4*>(row + 8 * (j0 + q)) = quad_transpose(a, q);
     }
     if (wg == 0 && q == 0) {
-      if (whole) p.io.lse[hb * kHeads + g + 8 * r] = st.m[r] + log2f(l_total[r]);
+      if (whole) p.io.lse[hb * kHeads + g + 8 * r] = st.m[r] + fast_log2(l_total[r]);
       else p.part_ml[row0 + g + 8 * r] = make_float2(st.m[r], l_total[r]);
     }
   }

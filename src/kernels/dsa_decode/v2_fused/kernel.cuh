@@ -155,12 +155,12 @@ __device__ __forceinline__ void store_rows_bf16(Part& part, uint16_t* dst, const
 template <class Part>
 __device__ void store_output(const Params& p, Part& part, int hb, const RowState& st, const float (&l_total)[2],
                              const float (&o)[kOTiles][4]) {
-  const float inv[2] = {1.f / l_total[0], 1.f / l_total[1]};
+  const float inv[2] = {fast_rcp(l_total[0]), fast_rcp(l_total[1])};
   store_rows_bf16(part, static_cast<uint16_t*>(p.io.output) + int64_t(hb) * kHeads * kDimV, inv, o);
   const int lane = threadIdx.x % 32, g = lane / 4;
   if (wg_warp() == 0 && lane % 4 == 0) {
-    p.io.lse[hb * kHeads + g] = st.m[0] + log2f(l_total[0]);
-    p.io.lse[hb * kHeads + g + 8] = st.m[1] + log2f(l_total[1]);
+    p.io.lse[hb * kHeads + g] = st.m[0] + fast_log2(l_total[0]);
+    p.io.lse[hb * kHeads + g + 8] = st.m[1] + fast_log2(l_total[1]);
   }
 }
 
@@ -192,7 +192,7 @@ __device__ void store_output_staged(const Params& p, Smem& s, const Part& part, 
   const float* o = reinterpret_cast<const float*>(&s.ring[0][0]);
   for (int c = threadIdx.x; c < kHeads * kDimV / 8; c += kConsumerThreads) {
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
-    const float inv = 1.f / part.head_l[h];
+    const float inv = fast_rcp(part.head_l[h]);
     const float4 a = *reinterpret_cast<const float4*>(o + h * kDimV + d0);
     const float4 b = *reinterpret_cast<const float4*>(o + h * kDimV + d0 + 4);
     const uint4 packed{pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv),
@@ -200,7 +200,7 @@ __device__ void store_output_staged(const Params& p, Smem& s, const Part& part, 
     *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) = packed;
   }
   if (threadIdx.x < kHeads)
-    p.io.lse[hb * kHeads + threadIdx.x] = part.head_m[threadIdx.x] + log2f(part.head_l[threadIdx.x]);
+    p.io.lse[hb * kHeads + threadIdx.x] = part.head_m[threadIdx.x] + fast_log2(part.head_l[threadIdx.x]);
 }
 template <class Smem, class Part>
 __device__ void store_partial_staged(const Params& p, Smem& s, const Part& part, SplitRows rows, int split) {

@@ -179,14 +179,14 @@ __device__ inline void store_item(const Params& p, int64_t row0, const dsa_v2::R
   const int col = warp * dsa_v2::kDimsPerWarp + 2 * (lane % 4);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const float inv = empty ? 0.f : 1.f / l_total[r];
+    const float inv = empty ? 0.f : fast_rcp(l_total[r]);
     const int64_t base = (row0 + g + 8 * r) * kDimV + col;
 #pragma unroll
     for (int j = 0; j < dsa_v2::kOTiles; ++j) out[(base + j * 8) / 2] = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
   }
   if (warp == 0 && lane % 4 == 0) {
-    p.io.lse[row0 + g] = empty ? -INFINITY : st.m[0] + log2f(l_total[0]);
-    p.io.lse[row0 + g + 8] = empty ? -INFINITY : st.m[1] + log2f(l_total[1]);
+    p.io.lse[row0 + g] = empty ? -INFINITY : st.m[0] + fast_log2(l_total[0]);
+    p.io.lse[row0 + g + 8] = empty ? -INFINITY : st.m[1] + fast_log2(l_total[1]);
   }
 }
 

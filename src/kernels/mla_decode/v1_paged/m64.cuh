@@ -217,11 +217,11 @@ __device__ inline void store_item(const Params& p, const Group& g, int b, const 
     const int m = row0 + 8 * r;
     if (m >= g.n) continue;
     const bool seen = l_total[r] > 0.f;
-    const float inv = seen ? 1.f / l_total[r] : 0.f;
+    const float inv = seen ? fast_rcp(l_total[r]) : 0.f;
     const int64_t base = (out0 + m) * kDimV + col;
 #pragma unroll
     for (int j = 0; j < 32; ++j) out[(base + 8 * j) / 2] = pack_bf16x2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
-    if (wg == 0 && q == 0) p.io.lse[out0 + m] = seen ? st.m[r] + log2f(l_total[r]) : -INFINITY;
+    if (wg == 0 && q == 0) p.io.lse[out0 + m] = seen ? st.m[r] + fast_log2(l_total[r]) : -INFINITY;
   }
 }
 
