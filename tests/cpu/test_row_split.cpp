@@ -76,6 +76,32 @@ TEST(RowSplit, OneRowCoversItsSlots) {
     }
 }
 
+// A merging kernel keeps rows of at most merging_whole_rows(min_rows) whole (one split holding all
+// of them) and splits longer ones as before; whole_rows 0 (a floor) changes nothing.
+TEST(RowSplit, ShortRowsStayWholeWhereTheKernelMerges) {
+  for (int min_rows : {32, 64, 128})
+    for (int max_splits : {1, 2, 16, 32})
+      for (int n = 0; n <= 2048; ++n) {
+        const int whole = merging_whole_rows(min_rows);
+        EXPECT_EQ(whole, min_rows + kStageRows);
+        const RowSplit plain = split_row(n, max_splits, min_rows), rs = split_row(n, max_splits, min_rows, whole);
+        const RowSplit floor_rs = split_row(n, max_splits, min_rows, 0);
+        EXPECT_EQ(floor_rs.splits, plain.splits);
+        EXPECT_EQ(floor_rs.rows_per_split, plain.rows_per_split);
+        if (n <= whole) {
+          EXPECT_EQ(rs.splits, 1) << n;
+          EXPECT_EQ(rs.rows_per_split, n) << n;
+        } else {
+          EXPECT_EQ(rs.splits, plain.splits) << n;
+          EXPECT_EQ(rs.rows_per_split, plain.rows_per_split) << n;
+        }
+      }
+  // contest-06's row of 92 at the default n64: two splits before, one now.
+  EXPECT_EQ(split_row(92, 32, 64).splits, 2);
+  EXPECT_EQ(split_row(92, 32, 64, merging_whole_rows(64)).splits, 1);
+  EXPECT_EQ(split_row(97, 32, 64, merging_whole_rows(64)).splits, 2);
+}
+
 // The kernels' float ceil_div (row_ring.h): any quotient within a relative 2^-21 of the exact one
 // (__fdividef's bound, taken at both ends) floors to ceil(a / b) over the whole domain, and
 // split_row_by with it gives split_row's plan.

@@ -94,9 +94,11 @@ struct RowSplit {
 };
 
 // With ceil_div(a, b) = ceil(a / b) for the pairs it is given: (n, max_splits), and (n, per) when
-// per < n.
+// per < n. A row of at most `whole_rows` slots is not split at all (one split of n).
 template <class CeilDiv>
-MLAKIT_HOST_DEVICE constexpr RowSplit split_row_by(int n, int max_splits, int min_rows, CeilDiv ceil_div) {
+MLAKIT_HOST_DEVICE constexpr RowSplit split_row_by(int n, int max_splits, int min_rows, CeilDiv ceil_div,
+                                                   int whole_rows = 0) {
+  if (whole_rows > 0 && n <= whole_rows) return RowSplit{1, n};
   const int even = ceil_div(n, max_splits);
   int per = (even + kStageRows - 1) / kStageRows * kStageRows;
   if (per < min_rows) per = min_rows;
@@ -104,9 +106,17 @@ MLAKIT_HOST_DEVICE constexpr RowSplit split_row_by(int n, int max_splits, int mi
   return RowSplit{splits, per};
 }
 
-MLAKIT_HOST_DEVICE constexpr RowSplit split_row(int n, int max_splits, int min_rows) {
-  return split_row_by(n, max_splits, min_rows, [](int a, int b) { return (a + b - 1) / b; });
+MLAKIT_HOST_DEVICE constexpr RowSplit split_row(int n, int max_splits, int min_rows, int whole_rows = 0) {
+  return split_row_by(n, max_splits, min_rows, [](int a, int b) { return (a + b - 1) / b; }, whole_rows);
 }
+
+// The rows a kernel that merges its splits keeps whole: at most one stage past a split's least
+// rows (96 at block_n 64). A split costs the row its meeting and merge, ~2.5 us, and saves what
+// one CTA takes for the rows it hands away, ~28 ns a row (H100: contest-04's row of 337 kept whole
+// took 6.8 us more than contest-06's 92): contest-06's row of 92 (64 + 28 at n64) took 8.1-8.3 us
+// split and 6.4-6.7 whole; rows of 288 and 337 lose 2-5 us whole (v2_fused devlog, step 30). A
+// gather floor, which merges nothing, splits as before.
+MLAKIT_HOST_DEVICE constexpr int merging_whole_rows(int min_rows) { return min_rows + kStageRows; }
 
 // The kernels' ceil_div for rows of at most kMaxRowEntries entries and at most kMaxRowEntries
 // splits (so a + b <= 2^14): floor of a float quotient of (a + b - 1/2) / b. The exact quotient is

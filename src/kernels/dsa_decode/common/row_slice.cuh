@@ -28,9 +28,10 @@ __device__ __forceinline__ void place_entry(int32_t x, bool kept, int& pos, int 
 }
 
 // split_row() for a row of at most kMaxRowEntries entries, its divisions by float (row_ring.h).
-__device__ __forceinline__ RowSplit split_row_small(int n, int max_splits, int min_rows) {
-  return split_row_by(n, max_splits, min_rows,
-                      [](int a, int b) { return int(__fdividef(ceil_div_numerator(a, b), float(b))); });
+__device__ __forceinline__ RowSplit split_row_small(int n, int max_splits, int min_rows, int whole_rows) {
+  return split_row_by(
+      n, max_splits, min_rows, [](int a, int b) { return int(__fdividef(ceil_div_numerator(a, b), float(b))); },
+      whole_rows);
 }
 
 // Issues the loads of entries [tid * kPerThread, tid * kPerThread + kPerThread) of the row
@@ -54,10 +55,11 @@ __device__ __forceinline__ void load_entries(const int32_t* row, int topk, int32
 
 // All kThreads threads call it with the entries load_entries read. `warp_count` is kThreads / 32
 // ints of shared scratch. Keeps the values in [0, num_slots), counts them over the CTA and ends
-// with a CTA barrier, after which slots[0, count) holds the split's slots.
+// with a CTA barrier, after which slots[0, count) holds the split's slots. `whole_rows`: the
+// split_row_by argument (merging_whole_rows for a kernel that merges its splits, 0 for a floor).
 template <int kThreads, int kPerThread>
 __device__ RowSlice slice_entries(int32_t (&v)[kPerThread], int64_t num_slots, int split, int max_splits,
-                                  int min_rows, int32_t* slots, int* warp_count) {
+                                  int min_rows, int whole_rows, int32_t* slots, int* warp_count) {
   constexpr int kWarps = kThreads / 32;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int mine = 0;
@@ -82,7 +84,7 @@ __device__ RowSlice slice_entries(int32_t (&v)[kPerThread], int64_t num_slots, i
     n += c;
   }
   static_assert(kThreads * kPerThread <= kMaxRowEntries, "split_row_small covers the row");
-  const RowSplit rs = split_row_small(n, max_splits, min_rows);
+  const RowSplit rs = split_row_small(n, max_splits, min_rows, whole_rows);
   const int begin = split * rs.rows_per_split;
   const int count = split < rs.splits ? min(rs.rows_per_split, n - begin) : 0;
 #pragma unroll
@@ -91,13 +93,14 @@ __device__ RowSlice slice_entries(int32_t (&v)[kPerThread], int64_t num_slots, i
   return RowSlice{n, rs.splits, count > 0 ? count : 0};
 }
 
-// Both steps at once: the whole row read, counted and this split's slots compacted.
+// Both steps at once: the whole row read, counted and this split's slots compacted (no row kept
+// whole: the gather floors' slicing).
 template <int kThreads, int kPerThread>
 __device__ RowSlice slice_row(const int32_t* row, int topk, int64_t num_slots, int split, int max_splits,
                               int min_rows, int32_t* slots, int* warp_count) {
   int32_t v[kPerThread];
   load_entries<kPerThread>(row, topk, v);
-  return slice_entries<kThreads, kPerThread>(v, num_slots, split, max_splits, min_rows, slots, warp_count);
+  return slice_entries<kThreads, kPerThread>(v, num_slots, split, max_splits, min_rows, 0, slots, warp_count);
 }
 
 // Pooled rows (a tiling's b1, T <= kMaxPoolTokens; the rule in row_ring.h): every CTA reads all T

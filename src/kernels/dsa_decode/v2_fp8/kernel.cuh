@@ -553,7 +553,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
   if (q_copier) dsa_v2::load_q_share<kConsumerWarpsAll>(p, s.wg[0].q, t, group * kHeads, warp);
 
   const RowSlice rs = slice_entries<kThreadsFor<Producers, kWgs>, dsa_v2::kIdxPerThread>(
-      entries, p.num_slots, split, p.max_splits, p.min_rows, s.slots, s.warp_count);
+      entries, p.num_slots, split, p.max_splits, p.min_rows, merging_whole_rows(p.min_rows), s.slots, s.warp_count);
   MLAKIT_STAMP(threadIdx.x == 0, kSliced);
   MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(rs.count) | (uint64_t(rs.splits) << 32));
   const bool works = split < rs.splits && rs.n_valid > 0;

@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
 
   int32_t* slots = p.slots + (int64_t(t) * gridDim.x + blockIdx.x) * p.topk;
   const RowSlice rs = slice_entries<kThreads, kIdxPerThread>(entries, p.num_slots, split, p.max_splits, p.min_rows,
-                                                             slots, s.warp_count);
+                                                             merging_whole_rows(p.min_rows), slots, s.warp_count);
   const bool works = split < rs.splits && rs.n_valid > 0;
   // No copy may land in the smem of a finished CTA.
   if (works) cp_async_arrive_on(&s.q_full);

@@ -387,6 +387,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
     rs = ps.rs, row = ps.row, split = ps.split, first_split = ps.first_split;
   } else {
     rs = slice_entries<kThreadsFor<Producers, Wgs>, kIdxPerThread>(entries, p.num_slots, split, p.max_splits, p.min_rows,
+                                                                   merging_whole_rows(p.min_rows),
                                                                    s.slots, s.warp_count);
   }
   MLAKIT_STAMP(threadIdx.x == 0, kSliced);
