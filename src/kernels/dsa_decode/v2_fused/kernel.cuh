@@ -284,6 +284,53 @@ __device__ inline void merge_splits(const Params& p, SplitRows rows, int hb, int
     store_chunk(p, m, hb, h, d0);
   }
 }
+// Rows of S = 2..4 splits (a launch whose max_splits is at most 4: T >= 33 at 16 heads), in a
+// kernel instance of their own (kFewSplits): a thread loads the partials of kMergeBatch / S chunks
+// before folding any, so a CTA with more chunks than threads (S = 2: 512 at 16 heads, two per
+// thread) waits for one L2 round trip instead of one per chunk. The splits fold in the same order
+// as merge_splits: the same bits. (Step 20 put this walk in merge_splits itself, -0.4 to -1.3 us at
+// serving T = 64, but every row that never ran it lost 0.05-0.2 us: devlog step 31.)
+template <int S>
+__device__ void merge_few_splits_of(const Params& p, SplitRows rows, int hb, int split, int threads) {
+  constexpr int kChunks = kHeads * kDimV / 8, kGroup = kMergeBatch / S;
+  const float2* ml = p.part_ml + rows.first;
+  const uint16_t* part = part_o_bf16(p) + rows.first * kDimV;
+  const int end = (split + 1) * kChunks / S;
+  for (int c0 = split * kChunks / S + int(threadIdx.x); c0 < end; c0 += threads * kGroup) {
+    uint4 x[kGroup][S];
+    float2 v[kGroup][S];
+#pragma unroll
+    for (int k = 0; k < kGroup; ++k) {  // every load of the round first
+      const int c = c0 + k * threads, h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
+      const bool in = c < end;
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        const int64_t row = j * rows.stride + h;
+        x[k][j] = in ? *reinterpret_cast<const uint4*>(part + row * kDimV + d0) : make_uint4(0, 0, 0, 0);
+        v[k][j] = in ? ml[row] : float2{};
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kGroup; ++k) {
+      const int c = c0 + k * threads;
+      if (c >= end) break;
+      ChunkMerge m;
+#pragma unroll
+      for (int j = 0; j < S; ++j)
+        m.add(v[k][j].x, v[k][j].y, unpack_bf16x4(x[k][j].x, x[k][j].y), unpack_bf16x4(x[k][j].z, x[k][j].w));
+      store_chunk(p, m, hb, c / (kDimV / 8), (c % (kDimV / 8)) * 8);
+    }
+  }
+}
+__device__ inline void merge_few_splits(const Params& p, SplitRows rows, int hb, int split, int splits, int threads) {
+  switch (splits) {
+    case 2: return merge_few_splits_of<2>(p, rows, hb, split, threads);
+    case 3: return merge_few_splits_of<3>(p, rows, hb, split, threads);
+    case 4: return merge_few_splits_of<4>(p, rows, hb, split, threads);
+    default: __trap();  // the launch takes this instance only for max_splits <= 4
+  }
+}
+
 // Partials per block (no pooling): h64 and v2_fp8.
 __device__ inline void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
   merge_splits(p, SplitRows{int64_t(hb) * p.max_splits * kHeads, kHeads}, hb, split, splits, threads);
@@ -359,9 +406,11 @@ __device__ __forceinline__ void post_q(const Params& p, Smem& s, int t, int row,
 // grid (max_splits x head_groups, T); Wgs consumer warpgroups of 16 heads each share the CTA's
 // gathered tiles (head_groups = H / (16 Wgs)). Pooled: the rows of all T <= kMaxPoolTokens tokens
 // share the grid's CTAs (row_ring.h).
-template <Gather G, Mma M, int Stages, int Producers, int Wgs, bool Pooled = false>
+// FewSplits: the instance for launches of at most 4 splits per row (merge_few_splits).
+template <Gather G, Mma M, int Stages, int Producers, int Wgs, bool Pooled = false, bool FewSplits = false>
 __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
     dsa_v2_kernel(const __grid_constant__ Params p) {
+  static_assert(!(Pooled && FewSplits), "pooled rows keep the general merge");
   static_assert(Wgs == 1 || M == Mma::kSync, "the wgmma path stages its output in the ring: one warpgroup");
   extern __shared__ __align__(128) uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SmemPlan<Stages, Wgs>*>(smem_raw);
@@ -418,9 +467,11 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   uint32_t* counters = p.counters + 2 * block;
   wait_for_row(&counters[0], rs.splits);
   MLAKIT_STAMP(threadIdx.x == 0, kMet);
-  for (int w = 0; w < Wgs; ++w)
-    merge_splits(p, split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token), block * Wgs + w,
-                 split, rs.splits, blockDim.x);
+  for (int w = 0; w < Wgs; ++w) {
+    const SplitRows rows = split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token);
+    if constexpr (FewSplits) merge_few_splits(p, rows, block * Wgs + w, split, rs.splits, blockDim.x);
+    else merge_splits(p, rows, block * Wgs + w, split, rs.splits, blockDim.x);
+  }
   MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   leave_row(counters, rs.splits);
   MLAKIT_STAMP_STOP(threadIdx.x == 0);

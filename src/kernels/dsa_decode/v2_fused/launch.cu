@@ -12,11 +12,11 @@
 namespace mlakit::dsa_v2 {
 namespace {
 
-template <Gather G, Mma M, int Stages, int Producers, int Wgs, bool Pooled = false>
+template <Gather G, Mma M, int Stages, int Producers, int Wgs, bool Pooled = false, bool FewSplits = false>
 cudaError_t launch_one(const Params& params, cudaStream_t stream) {
   // Cooperative when a row may split (over its own CTAs or, pooled, other tokens' too): its CTAs
   // wait for each other to merge.
-  return kernels::launch_with_smem<dsa_v2_kernel<G, M, Stages, Producers, Wgs, Pooled>>(
+  return kernels::launch_with_smem<dsa_v2_kernel<G, M, Stages, Producers, Wgs, Pooled, FewSplits>>(
       params, dim3(params.max_splits * params.head_groups, params.num_tokens), dim3(kThreadsFor<Producers, Wgs>),
       int(sizeof(SmemPlan<Stages, Wgs>)), params.max_splits > 1 || Pooled, stream);
 }
@@ -63,6 +63,11 @@ cudaError_t launch_ring(const Params& params, Instance instance, cudaStream_t st
                              : launch_one<Gather::kHybrid, Mma::kSync, kP.stages, kP.producers, 1, true>(params, stream);
   }
   return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers, int Wgs>() {
+    // The default instances (hybrid gather, mma.sync) have a twin for rows of 2-4 splits; the
+    // tuner's other instances keep the general merge (each twin is a kernel to compile).
+    if constexpr (G == Gather::kHybrid && M == Mma::kSync)
+      if (params.max_splits >= 2 && params.max_splits <= 4)
+        return launch_one<G, M, Stages, Producers, Wgs, false, true>(params, stream);
     return launch_one<G, M, Stages, Producers, Wgs>(params, stream);
   });
 }
