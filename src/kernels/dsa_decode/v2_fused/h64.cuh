@@ -137,6 +137,8 @@ __device__ inline void store(const Params& p, int block, int split, int splits, 
   }
 }
 
+// FewSplits: the twin for launches of 2-4 splits per row (merge_few_splits, devlog step 31).
+template <bool FewSplits = false>
 __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& s = rows64::plan_at<SmemPlan>(smem_raw);
@@ -187,8 +189,13 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   if (rs.splits == 1) return;
   uint32_t* counters = p.counters + 2 * block;
   wait_for_row(&counters[0], rs.splits, [] { pair_sync(); });
-  for (int w = 0; w < kBlocksPerCta; ++w)
-    merge_splits(p, block * kBlocksPerCta + w, split, rs.splits, kWgs * kConsumerThreads);
+  for (int w = 0; w < kBlocksPerCta; ++w) {
+    const int hb = block * kBlocksPerCta + w;
+    if constexpr (FewSplits)
+      merge_few_splits(p, SplitRows{int64_t(hb) * p.max_splits * kHeads, kHeads}, hb, split, rs.splits,
+                       kWgs * kConsumerThreads);
+    else merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
+  }
   leave_row(counters, rs.splits);
 }
 
