@@ -60,6 +60,10 @@ shapes=(
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x3m1g1"
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x5m1g2"
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x4m1p4w1"
+  # launches of 2-4 splits per row take the merge twin (FewSplits: the hybrid mma.sync shapes with
+  # s2-s4 above and the default at T = 40); more splits take the same instance's general merge
+  "$V2 --t 40 --topk 512 --num-pages 64 --valid 300"
+  "$V2 --t 2 --topk 1024 --num-pages 64 --valid 900 --tiling s16n32x4m1p4"
   # one CTA walking 32 stages: every ring buffer refilled many times (each gather, both MMAs)
   "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x3m1"
   "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p2"
