@@ -188,6 +188,31 @@ TEST(Tiling, SingleLaunchFieldsAreNamedOnlyAwayFromTheirDefaults) {
   }
 }
 
+// --explain says how a split row merges: the twin of launches with 2-4 splits (the default hybrid
+// mma.sync instances and h64), the general merge otherwise, and which rows stay whole.
+TEST(V2Fused, ExplainNamesTheMergeAndTheWholeRows) {
+  const DsaKernel& v2 = *find_kernel_as<DsaKernel>("dsa_decode.v2_fused.bf16");
+  const auto explain = [&](const DsaProblem& p, const char* name) {
+    DsaTiling t;
+    EXPECT_TRUE(DsaTiling::parse(name, &t).is_ok()) << name;
+    return v2.explain(p, t);
+  };
+  const std::string twin = "the 2-4-split twin", whole = "rows of at most 96 valid slots stay whole";
+  const std::string few = explain(contest(64), "s2n64x4m1p4");
+  EXPECT_NE(few.find(twin), std::string::npos) << few;
+  EXPECT_NE(few.find(whole), std::string::npos) << few;
+  const std::string many = explain(contest(8), "s16n64x4m1p4");
+  EXPECT_EQ(many.find(twin), std::string::npos) << many;
+  EXPECT_NE(many.find(whole), std::string::npos) << many;
+  EXPECT_EQ(explain(contest(8), "s4n64x4m1p4g1").find(twin), std::string::npos);  // bulk gather: general merge
+  EXPECT_NE(explain(contest(8), "s4n32x4m1p4").find("rows of at most 64 valid slots stay whole"), std::string::npos);
+  const std::string one = explain(contest(8), "s1n64x4m1p4");
+  EXPECT_EQ(one.find("merge"), std::string::npos) << one;  // one CTA per row: nothing to merge
+  DsaProblem wide = contest(32);
+  wide.num_heads = 64;
+  EXPECT_NE(explain(wide, "s2n64x4m1p4g2w1h64").find(twin), std::string::npos);
+}
+
 // v2_fused's rules, each with its reason (no GPU: the H200 of the table).
 TEST(V2Fused, ValidationNamesEveryRule) {
   const DsaKernel& v2 = *find_kernel_as<DsaKernel>("dsa_decode.v2_fused.bf16");

@@ -248,15 +248,19 @@ class V2Fused final : public DsaKernel {
 
   std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
     const bool wide = t.cta_heads == h64::kCtaHeads;
-    char buf[512];
+    char split_note[160] = "";
+    if (t.pool != 1 && t.num_splits > 1)
+      std::snprintf(split_note, sizeof split_note,
+                    ", cooperative: split rows merge in-kernel%s, rows of at most %d valid slots stay whole",
+                    runs_merge_twin(instance_of(t), t.num_splits) ? " (the 2-4-split twin: one L2 round trip)" : "",
+                    merging_whole_rows(t.block_n));
+    char buf[768];
     std::snprintf(buf, sizeof buf,
                   "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s%s), %d consumer + %d producer "
                   "warps, %s shared memory (%d stages of %d rows), %s gather, %s; workspace %s",
                   info().key.c_str(), t.name().c_str(), t.num_splits * dsa_ring::head_groups(p, t.cta_heads),
                   p.num_tokens, dsa_ring::heads_note(p, t.cta_heads).c_str(),
-                  t.pool == 1       ? ", cooperative: rows pooled over the whole grid, split rows merge in-kernel"
-                  : t.num_splits > 1 ? ", cooperative: split rows merge in-kernel"
-                                     : "",
+                  t.pool == 1 ? ", cooperative: rows pooled over the whole grid, split rows merge in-kernel" : split_note,
                   kConsumerWarps * wgs_of(t),
                   t.producers, format_kb(wide ? h64::kSmemBytes : smem_bytes(t.stages, wgs_of(t))).c_str(), t.stages,
                   kStageRows,

@@ -62,12 +62,12 @@ cudaError_t launch_ring(const Params& params, Instance instance, cudaStream_t st
     return instance.wgs == 2 ? launch_one<Gather::kHybrid, Mma::kSync, kP.stages, kP.producers, 2, true>(params, stream)
                              : launch_one<Gather::kHybrid, Mma::kSync, kP.stages, kP.producers, 1, true>(params, stream);
   }
+  const bool twin = runs_merge_twin(instance, params.max_splits);
   return with_instance(instance, [&]<Gather G, Mma M, int Stages, int Producers, int Wgs>() {
     // The default instances (hybrid gather, mma.sync) have a twin for rows of 2-4 splits; the
     // tuner's other instances keep the general merge (each twin is a kernel to compile).
     if constexpr (G == Gather::kHybrid && M == Mma::kSync)
-      if (params.max_splits >= 2 && params.max_splits <= 4)
-        return launch_one<G, M, Stages, Producers, Wgs, false, true>(params, stream);
+      if (twin) return launch_one<G, M, Stages, Producers, Wgs, false, true>(params, stream);
     return launch_one<G, M, Stages, Producers, Wgs>(params, stream);
   });
 }

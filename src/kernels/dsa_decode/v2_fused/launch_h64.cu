@@ -17,7 +17,9 @@ cudaError_t launch_h64_one(const Params& params, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t launch_h64(const Params& params, cudaStream_t stream) {
-  if (params.max_splits >= 2 && params.max_splits <= 4) return launch_h64_one<true>(params, stream);
+  if (runs_merge_twin(Instance{{h64::kStages, h64::kProducers}, Gather::kCpAsync, Mma::kWgmma, kH64Blocks},
+                      params.max_splits))
+    return launch_h64_one<true>(params, stream);
   return launch_h64_one<false>(params, stream);
 }
 
