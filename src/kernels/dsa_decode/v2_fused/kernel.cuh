@@ -285,9 +285,9 @@ __device__ inline void merge_splits(const Params& p, SplitRows rows, int hb, int
   }
 }
 // Rows of S = 2..4 splits (a launch whose max_splits is at most 4: T >= 33 at 16 heads), in a
-// kernel instance of their own (the kernels' FewSplits twins): a thread loads the partials of kMergeBatch / S chunks
-// before folding any, so a CTA with more chunks than threads (S = 2: 512 at 16 heads, two per
-// thread) waits for one L2 round trip instead of one per chunk. The splits fold in the same order
+// kernel instance of their own (the kernels' FewSplits twins): a thread loads the partials of
+// kMergeBatch / S chunks before folding any, so a CTA with more chunks than threads (S = 2: 512 at
+// 16 heads, two per thread) waits for one L2 round trip instead of one per chunk. The splits fold in the same order
 // as merge_splits: the same bits. (Step 20 put this walk in merge_splits itself, -0.4 to -1.3 us at
 // serving T = 64, but every row that never ran it lost 0.05-0.2 us: devlog step 31.)
 template <int S>

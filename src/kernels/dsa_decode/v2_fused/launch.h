@@ -37,9 +37,10 @@ constexpr bool is_h64(const Instance& in) {
 // Whether a launch of `in` with `max_splits` CTAs per row runs the instance's twin whose merge
 // loads all of a thread's chunks before folding (devlog steps 31-32): 2-4 splits, with the hybrid
 // gather and mma.sync (not pooled) or the h64 kernel. launch() and --explain both ask this.
+constexpr bool merges_few_splits(int max_splits) { return max_splits >= 2 && max_splits <= 4; }
 constexpr bool runs_merge_twin(const Instance& in, int max_splits) {
-  const bool few = max_splits >= 2 && max_splits <= 4;
-  return few && (is_h64(in) || (!in.pooled && in.gather == Gather::kHybrid && in.mma == Mma::kSync));
+  return merges_few_splits(max_splits) &&
+         (is_h64(in) || (!in.pooled && in.gather == Gather::kHybrid && in.mma == Mma::kSync));
 }
 
 // One launch: grid (max_splits x head_groups, T), cooperative when a row may be split (its CTAs wait for each

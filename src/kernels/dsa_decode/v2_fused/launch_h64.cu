@@ -17,9 +17,8 @@ cudaError_t launch_h64_one(const Params& params, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t launch_h64(const Params& params, cudaStream_t stream) {
-  if (runs_merge_twin(Instance{{h64::kStages, h64::kProducers}, Gather::kCpAsync, Mma::kWgmma, kH64Blocks},
-                      params.max_splits))
-    return launch_h64_one<true>(params, stream);
+  // runs_merge_twin for the h64 instance: the split count alone decides.
+  if (merges_few_splits(params.max_splits)) return launch_h64_one<true>(params, stream);
   return launch_h64_one<false>(params, stream);
 }
 
