@@ -191,9 +191,7 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   wait_for_row(&counters[0], rs.splits, [] { pair_sync(); });
   for (int w = 0; w < kBlocksPerCta; ++w) {
     const int hb = block * kBlocksPerCta + w;
-    if constexpr (FewSplits)
-      merge_few_splits(p, SplitRows{int64_t(hb) * p.max_splits * kHeads, kHeads}, hb, split, rs.splits,
-                       kWgs * kConsumerThreads);
+    if constexpr (FewSplits) merge_few_splits(p, block_rows(p, hb), hb, split, rs.splits, kWgs * kConsumerThreads);
     else merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
   }
   leave_row(counters, rs.splits);

@@ -102,10 +102,14 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
 struct SplitRows {
   int64_t first, stride;
 };
+// Without pooling (also h64 and v2_fp8): block hb's max_splits slots of 16 rows.
+__device__ __forceinline__ SplitRows block_rows(const Params& p, int hb) {
+  return {int64_t(hb) * p.max_splits * kHeads, kHeads};
+}
 template <bool Pooled>
 __device__ __forceinline__ SplitRows split_rows(const Params& p, int hb, int first_split, int block_in_token,
                                                 int blocks_per_token) {
-  if constexpr (!Pooled) return {int64_t(hb) * p.max_splits * kHeads, kHeads};
+  if constexpr (!Pooled) return block_rows(p, hb);
   return {(int64_t(first_split) * blocks_per_token + block_in_token) * kHeads, int64_t(blocks_per_token) * kHeads};
 }
 
@@ -333,7 +337,7 @@ __device__ inline void merge_few_splits(const Params& p, SplitRows rows, int hb,
 
 // Partials per block (no pooling): h64 and v2_fp8.
 __device__ inline void merge_splits(const Params& p, int hb, int split, int splits, int threads) {
-  merge_splits(p, SplitRows{int64_t(hb) * p.max_splits * kHeads, kHeads}, hb, split, splits, threads);
+  merge_splits(p, block_rows(p, hb), hb, split, splits, threads);
 }
 
 // A consumer warpgroup's part of one split (either MMA path; wgmma with one warpgroup): its 16
