@@ -588,11 +588,11 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
     } else {  // the consumers merge (the producers are gone): their barrier instead of the CTA's
       const auto consumers_sync = [] { named_barrier_sync(kPairBarrier, kWgs * kConsumerThreads); };
       uint32_t* counters = p.counters + 2 * hb;
-      dsa_v2::wait_for_row(&counters[0], rs.splits, consumers_sync);
+      const uint32_t left_before = dsa_v2::wait_for_row(counters, rs.splits, consumers_sync);
       MLAKIT_STAMP(threadIdx.x == 0, kMet);
       dsa_v2::merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
       MLAKIT_STAMP(threadIdx.x == 0, kMerged);
-      dsa_v2::leave_row(counters, rs.splits);
+      dsa_v2::leave_row(counters, rs.splits, left_before);
       MLAKIT_STAMP_STOP(threadIdx.x == 0);
     }
   }

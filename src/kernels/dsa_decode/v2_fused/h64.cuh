@@ -188,13 +188,13 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   }
   if (rs.splits == 1) return;
   uint32_t* counters = p.counters + 2 * block;
-  wait_for_row(&counters[0], rs.splits, [] { pair_sync(); });
+  const uint32_t left_before = wait_for_row(counters, rs.splits, [] { pair_sync(); });
   for (int w = 0; w < kBlocksPerCta; ++w) {
     const int hb = block * kBlocksPerCta + w;
     if constexpr (FewSplits) merge_few_splits(p, block_rows(p, hb), hb, split, rs.splits, kWgs * kConsumerThreads);
     else merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
   }
-  leave_row(counters, rs.splits);
+  leave_row(counters, rs.splits, left_before);
 }
 
 }  // namespace mlakit::dsa_v2::h64

@@ -220,26 +220,33 @@ __device__ void store_partial_staged(const Params& p, Smem& s, const Part& part,
 
 // Every CTA of the row has published its partial once this returns. The threads that wrote the
 // partials call it (thread 0 among them); `sync` is their barrier (all threads by default).
+// Thread 0 also counts the CTA's leave right after its wait (counters[1]: a CTA counted there is
+// past its poll of counters[0]) and returns how many had left before it; the answer travels while
+// the CTA merges and is read by leave_row after the merge, so that no CTA's end waits for the
+// atomic's round trip.
 template <class Sync>
-__device__ void wait_for_row(uint32_t* arrivals, int splits, Sync&& sync) {
+__device__ uint32_t wait_for_row(uint32_t* counters, int splits, Sync&& sync) {
   sync();
+  uint32_t left_before = 0;
   if (threadIdx.x == 0) {
     __threadfence();
-    atomicAdd(arrivals, 1u);
+    atomicAdd(&counters[0], 1u);
     MLAKIT_STAMP(true, kArrived);
-    while (ld_acquire_gpu(arrivals) < uint32_t(splits)) __nanosleep(32);
+    while (ld_acquire_gpu(&counters[0]) < uint32_t(splits)) __nanosleep(32);
     __threadfence();
+    left_before = atomicAdd(&counters[1], 1u);
   }
   sync();
+  return left_before;
 }
-__device__ inline void wait_for_row(uint32_t* arrivals, int splits) {
-  wait_for_row(arrivals, splits, [] { __syncthreads(); });
+__device__ inline uint32_t wait_for_row(uint32_t* counters, int splits) {
+  return wait_for_row(counters, splits, [] { __syncthreads(); });
 }
 
-// The last CTA of the row to leave resets both counters (every other one is past its wait).
-__device__ inline void leave_row(uint32_t* counters, int splits) {
-  if (threadIdx.x != 0) return;
-  if (atomicAdd(&counters[1], 1u) == uint32_t(splits - 1)) {
+// The last CTA of the row to leave (wait_for_row's answer) resets both counters: every other one
+// is past its wait.
+__device__ inline void leave_row(uint32_t* counters, int splits, uint32_t left_before) {
+  if (threadIdx.x == 0 && left_before == uint32_t(splits - 1)) {
     counters[0] = 0;
     counters[1] = 0;
   }
@@ -469,7 +476,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
     return;
   }
   uint32_t* counters = p.counters + 2 * block;
-  wait_for_row(&counters[0], rs.splits);
+  const uint32_t left_before = wait_for_row(counters, rs.splits);
   MLAKIT_STAMP(threadIdx.x == 0, kMet);
   for (int w = 0; w < Wgs; ++w) {
     const SplitRows rows = split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token);
@@ -477,7 +484,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
     else merge_splits(p, rows, block * Wgs + w, split, rs.splits, blockDim.x);
   }
   MLAKIT_STAMP(threadIdx.x == 0, kMerged);
-  leave_row(counters, rs.splits);
+  leave_row(counters, rs.splits, left_before);
   MLAKIT_STAMP_STOP(threadIdx.x == 0);
 }
 
