@@ -28,6 +28,19 @@ struct ChunkMerge {
     m = m_new;
   }
 
+  // Folds the states of `width` adjacent lanes (a power of two up to 32, the same in every lane
+  // of the warp, which all call it) by an xor tree of shuffles: every lane ends with the fold of
+  // its aligned group, the group's first lane in a fixed order (deterministic).
+  __device__ __forceinline__ void fold_lanes(int width) {
+    for (int d = 1; d < width; d *= 2) {
+      const float m_j = __shfl_xor_sync(0xffffffffu, m, d), l_j = __shfl_xor_sync(0xffffffffu, l, d);
+      float o[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) o[i] = __shfl_xor_sync(0xffffffffu, acc[i], d);
+      add(m_j, l_j, make_float4(o[0], o[1], o[2], o[3]), make_float4(o[4], o[5], o[6], o[7]));
+    }
+  }
+
   // O / l as eight bf16 (one 16-byte store); 0 for a chunk that saw nothing.
   __device__ __forceinline__ uint4 output() const { return pack_bf16x8(acc, l > 0.f ? fast_rcp(l) : 0.f); }
   // The row's lse (base 2); -inf for a row that saw nothing.

@@ -276,7 +276,8 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
 // ---- merge of split items --------------------------------------------------------------------
 
 // Pieces j = first, first + step, ... of chunk c of a split item (CTAs gbase + first_cta + j of
-// the grid; partial slots of kSlotRows query rows), loads batched.
+// the grid; partial slots of kSlotRows query rows), the loads of kMergeBatch pieces at a time (L2
+// latency per batch, not per piece). 16 at a time lost (the devlog's run 39).
 constexpr int kMergeBatch = 8;
 template <int kSlotRows>
 __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int64_t total, int gbase, int c,
@@ -304,38 +305,27 @@ __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int6
 }
 
 // This CTA's share of a split item's output chunks (8 dims of one query row; g.rows() x 64 of
-// them), piece k of the item's pieces: with fewer chunks than threads, several threads take one
-// chunk (strided pieces) and combine their states through shared memory in a fixed order, so the
-// result is deterministic. kThreads threads (0..kThreads-1) take part; `sync` is their barrier.
-template <int kThreads, int kSlotRows, class G, class Sync>
-__device__ void merge_share(const Params& p, float* scratch, const Piece& pc, int n, int64_t total, const G& g,
-                            int k, Sync&& sync) {
+// them), piece k of the item's pieces. With fewer chunks than threads, tpc adjacent lanes (a power
+// of two up to a warp) take one chunk, lane r every tpc-th piece from r, and their states fold into
+// the first lane's by an xor tree of shuffles: a fixed order, so the result is deterministic.
+// kThreads threads (0..kThreads-1, whole warps) take part.
+template <int kThreads, int kSlotRows, class G>
+__device__ void merge_share(const Params& p, const Piece& pc, int n, int64_t total, const G& g, int k) {
+  static_assert(kThreads % 32 == 0, "whole warps: the lanes of a chunk fold by shuffles");
   const int chunks = g.rows() * (kDimV / 8);
   const int c_begin = k * chunks / pc.pieces, c_end = (k + 1) * chunks / pc.pieces;
   const int n_chunks = c_end - c_begin;
-  const int tpc = n_chunks >= kThreads ? 1 : kThreads / n_chunks;  // threads per chunk
+  int tpc = 1;  // lanes per chunk: the most that still takes every chunk in one pass
+  while (tpc < 32 && 2 * tpc * n_chunks <= kThreads) tpc *= 2;
   const int per_pass = kThreads / tpc;
   const int gbase = g.index * p.ctas_per_group;
   const int64_t row0 = g.out_row(pc.b, p.heads, p.seq_q);
-  for (int base = c_begin; base < c_end; base += per_pass) {
+  for (int base = c_begin; base < c_end; base += per_pass) {  // the same passes in every thread
     const int c = base + int(threadIdx.x) / tpc, r = int(threadIdx.x) % tpc;
-    const bool mine = int(threadIdx.x) / tpc < per_pass && c < c_end;
     ChunkMerge st;
-    if (mine) st = merge_pieces<kSlotRows>(p, pc, n, total, gbase, c, r, tpc);
-    if (tpc > 1) {
-      float* slot = scratch + threadIdx.x * 10;
-      slot[0] = st.m, slot[1] = st.l;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) slot[2 + i] = st.acc[i];
-      sync();
-      if (mine && r == 0)
-        for (int i = 1; i < tpc; ++i) {
-          const float* o = scratch + (threadIdx.x + i) * 10;
-          st.add(o[0], o[1], make_float4(o[2], o[3], o[4], o[5]), make_float4(o[6], o[7], o[8], o[9]));
-        }
-      sync();
-    }
-    if (!mine || r != 0) continue;
+    if (c < c_end) st = merge_pieces<kSlotRows>(p, pc, n, total, gbase, c, r, tpc);
+    st.fold_lanes(tpc);
+    if (c >= c_end || r != 0) continue;
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
     *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (row0 + h) * kDimV + d0) = st.output();
     if (d0 == 0) p.io.lse[row0 + h] = st.lse();
@@ -343,35 +333,38 @@ __device__ void merge_share(const Params& p, float* scratch, const Piece& pc, in
 }
 
 // Waits for every piece of a split item, merges this CTA's share, and leaves; the last CTA to
-// leave sets the item's counters back to zero. Threads 0..kThreads-1 call it; `sync` is their
-// barrier.
+// leave sets the item's counters back to zero (a CTA counted at counters[1] is past its poll of
+// counters[0]). Thread 0 counts the leave right after the barrier that follows its wait and reads
+// the answer after the merge (which has no barrier), so that the round trip can overlap the merge
+// (issued before that barrier instead, the same to within noise: the devlog's run 39). Threads
+// 0..kThreads-1 call it; `sync` is their barrier.
 template <int kThreads, int kSlotRows, class G, class Sync>
-__device__ void merge_item(const Params& p, float* scratch, const Piece& pc, const Range& r, const G& g, Sync&& sync) {
+__device__ void merge_item(const Params& p, const Piece& pc, const Range& r, const G& g, Sync&& sync) {
   uint32_t* counters = p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta);
   if (threadIdx.x == 0) {
     while (ld_acquire_gpu(&counters[0]) < uint32_t(pc.pieces)) __nanosleep(32);
     __threadfence();
   }
   sync();
-  merge_share<kThreads, kSlotRows>(p, scratch, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta, sync);
-  sync();  // the scratch is free again; every read of this item's partials is done
-  if (threadIdx.x == 0 && atomicAdd(&counters[1], 1u) == uint32_t(pc.pieces - 1)) {
+  const uint32_t left_before = threadIdx.x == 0 ? atomicAdd(&counters[1], 1u) : 0u;
+  merge_share<kThreads, kSlotRows>(p, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
+  if (threadIdx.x == 0 && left_before == uint32_t(pc.pieces - 1)) {
     counters[0] = 0;
     counters[1] = 0;
   }
 }
 
 // The CTA's split items (only its first and its last can be), merged after every piece of the
-// CTA is published; `scratch` holds kThreads x 10 floats.
+// CTA is published.
 template <int kThreads, int kSlotRows, class G, class Sync>
-__device__ void merge_split_items(const Params& p, float* scratch, const Range& r, const G& g, Sync&& sync) {
+__device__ void merge_split_items(const Params& p, const Range& r, const G& g, Sync&& sync) {
   const Piece first = piece_of(p, r, g.qpos, r.first, r.first_unit);
-  if (first.pieces > 1) merge_item<kThreads, kSlotRows>(p, scratch, first, r, g, sync);
+  if (first.pieces > 1) merge_item<kThreads, kSlotRows>(p, first, r, g, sync);
   if (r.last == r.first) return;
   int64_t unit = first.unit + first.units;  // the last item starts where the others end
   for (int b = r.first + 1; b < r.last; ++b) unit += item_units(visible_rows(p, b, g.qpos));
   const Piece last = piece_of(p, r, g.qpos, r.last, unit);
-  if (last.pieces > 1) merge_item<kThreads, kSlotRows>(p, scratch, last, r, g, sync);
+  if (last.pieces > 1) merge_item<kThreads, kSlotRows>(p, last, r, g, sync);
 }
 
 // ---- the kernel ------------------------------------------------------------------------------
@@ -400,8 +393,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   if constexpr (!kMath) return;
   __syncthreads();  // every piece of this CTA is published; the ring is free
   MLAKIT_STAMP(threadIdx.x == 0, kMet);  // (the CTA's own pieces only: merge_item waits for the others)
-  merge_split_items<kThreadsFor<Producers>, kHeadBlock>(p, reinterpret_cast<float*>(&s.ring[0][0]), r, g,
-                                                        [] { __syncthreads(); });
+  merge_split_items<kThreadsFor<Producers>, kHeadBlock>(p, r, g, [] { __syncthreads(); });
   MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   MLAKIT_STAMP_STOP(threadIdx.x == 0);
 }

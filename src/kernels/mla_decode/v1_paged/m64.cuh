@@ -297,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   } else {
     consume<kSeesaw>(p, s, r, g);
     pair_sync();  // every piece of this CTA is published; the ring is free
-    merge_split_items<kConsumerThreads, kRows>(p, reinterpret_cast<float*>(&s.ring[0][0]), r, g, [] { pair_sync(); });
+    merge_split_items<kConsumerThreads, kRows>(p, r, g, [] { pair_sync(); });
   }
 }
 

@@ -51,7 +51,7 @@ struct SmemPlan {
   uint8_t p[kPBytes];                  // P of the tile, 64 rows x 64 cache rows
   uint8_t ring[kStages][kStageBytes];  // the gathered stages: one after another (o0) or two tile
                                        // slots interleaved per block (o1, m64.cuh stage_at); the
-                                       // schedule's scratch first, the merge's at the end
+                                       // schedule's scratch first
   uint64_t full[kStages];              // the stage's rows arrived (the filling warp's cp.async)
   uint64_t empty[kStages];             // both consumer warpgroups are done with the stage
   uint64_t q_full;                     // Q of the next item arrived
@@ -63,8 +63,6 @@ struct SmemPlan {
   float red_sum[kWgs][kRows];          // each warpgroup's sums per row, at the end
 };
 constexpr size_t kSmemBytes = kernels::rows64::smem_bytes_for<SmemPlan>();  // the plan, aligned
-static_assert(kStageBytes >= kConsumerThreads * 10 * int(sizeof(float)),
-              "the merge's per-thread states fit in the first ring stage");
 static_assert(sizeof(SmemPlan::ring) >= kEdgeScratchBytes, "the schedule's scratch fits in the ring");
 
 // The register need ptxas reports (sm_90a, nvcc 13.0) before the roles split, for the validator
