@@ -12,7 +12,9 @@ Every launch appends "L <kernel> <ctas>" and one line of 25 numbers per CTA (the
 timeline.cuh). For each launch kept, this prints the median over the CTAs that computed of each
 phase in SM cycles, and the in-kernel span (first CTA start to last CTA stop, %globaltimer).
 A bench run launches a workload several times (verification off: warm-up + iterations + the
-planning launch), so --group N keeps the last launch of every N.
+planning launch), so --group N keeps the last launch of every N. --when prints, instead, each
+stamp's spread over the CTAs on the %globaltimer axis (clock stamps converted at the launch's
+measured clock rate): the skew between CTAs that the medians hide.
 """
 import argparse
 import statistics
@@ -51,7 +53,11 @@ PHASES_MLA = [
     ("work", "q_ready", "stored"),            # every piece computed, stored or published
     ("sync", "stored", "met"),                # the CTA barrier after its pieces
     ("merge", "met", "merged"),               # its split items waited for and merged
+    ("mwait", "met", "merge_loaded"),         # ... of which: until every piece of its last split item arrived
 ]
+
+# Value slots (not clock stamps): left out of the --when view.
+VALUE_SLOTS = {"count", "sm", "start_ns", "stop_ns", "stop"}
 
 
 def phases_of(launch):
@@ -87,15 +93,49 @@ def summary(launch):
     return out
 
 
+def when(launch):
+    """Each clock stamp on the %globaltimer axis: ns after the launch's first CTA start, as
+    (stamp, CTAs that stamped it, min, median, p90, max), in the order of their medians; the
+    CTAs' stops last. Shows the skew between CTAs that per-CTA phase medians hide (for example
+    how long after the median CTA's store the last piece of a split item arrives)."""
+    ran = [c for c in launch["ctas"] if c[SLOTS["start_ns"]]]
+    ghz = summary(launch)["ghz"]
+    if not ghz == ghz:  # no CTA ran 2 us: the rate of all of them
+        timed = [c for c in ran if c[SLOTS["stop_ns"]] > c[SLOTS["start_ns"]]]
+        ghz = statistics.median((c[SLOTS["stop"]] - c[SLOTS["start"]]) / (c[SLOTS["stop_ns"]] - c[SLOTS["start_ns"]])
+                                for c in timed) if timed else 1.0
+    t0 = min(c[SLOTS["start_ns"]] for c in ran)
+    rows = []
+    for name, slot in SLOTS.items():
+        if name in VALUE_SLOTS or name == "start":
+            continue
+        v = sorted(c[SLOTS["start_ns"]] - t0 + (c[slot] - c[SLOTS["start"]]) / ghz for c in ran if c[slot])
+        if v:
+            rows.append((name, len(v), v[0], v[len(v) // 2], v[int(len(v) * 0.9)], v[-1]))
+    rows.sort(key=lambda r: r[3])
+    for name, key in (("start", "start_ns"), ("stop", "stop_ns")):
+        v = sorted(c[SLOTS[key]] - t0 for c in ran)
+        rows.insert(0 if name == "start" else len(rows), (name, len(v), v[0], v[len(v) // 2], v[int(len(v) * 0.9)], v[-1]))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("file")
     ap.add_argument("--group", type=int, default=1, help="launches per workload; the last of each is kept")
+    ap.add_argument("--when", action="store_true",
+                    help="each stamp's spread over the CTAs in ns after the launch's start, instead of phases")
     args = ap.parse_args()
     launches = read(args.file)
     if args.group < 1 or len(launches) % args.group:
         sys.exit(f"{len(launches)} launches do not split into groups of {args.group}")
     kept = launches[args.group - 1::args.group]
+    if args.when:
+        for i, launch in enumerate(kept):
+            print(f"# {i} {launch['kernel']}: ns after the first CTA's start (min / median / p90 / max over the CTAs)")
+            for name, n, lo, med, p90, hi in when(launch):
+                print(f"{name:>14} {n:6d} {lo:9.0f} {med:9.0f} {p90:9.0f} {hi:9.0f}")
+        return
     shown = None
     for i, launch in enumerate(kept):
         phases = phases_of(launch)

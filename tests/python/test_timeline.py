@@ -71,12 +71,37 @@ def test_a_group_that_does_not_divide_the_launches_is_an_error(tmp_path):
 
 
 def test_mla_launches_get_the_schedule_phases(tmp_path, capsys):
-    worked = [cta(1000, sliced=4000, q_ready=7000, stored=14000, met=14200, merged=21000, stop=21100)]
+    worked = [cta(1000, sliced=4000, q_ready=7000, stored=14000, met=14200, merge_loaded=15000, merged=21000,
+                  stop=21100)]
     path = tmp_path / "tl.txt"
     write(path, [worked], kernel="mla_decode.v1_paged")
     s = timeline.summary(timeline.read(path)[0])
     assert (s["sched"], s["to_q"], s["work"], s["sync"], s["merge"]) == (4000, 3000, 7000, 200, 6800)
+    assert s["mwait"] == 800  # until every piece of the split item arrived
     sys.argv = ["timeline.py", str(path)]
     timeline.main()
     head = capsys.readouterr().out.splitlines()[0].split()
-    assert head[5:] == ["sched", "to_q", "work", "sync", "merge"]
+    assert head[5:] == ["sched", "to_q", "work", "sync", "merge", "mwait"]
+
+
+def test_when_puts_every_stamp_on_the_launch_clock(tmp_path, capsys):
+    """--when: a stamp's spread over the CTAs in ns after the first start, at the measured rate
+    (here 2 cycles per ns), so that CTAs that started apart line up."""
+    def at(start_ns, **ns):  # clock = 2 x ns; stops 3 us after the start (the rate is measured)
+        row = cta(0, **{k: 2 * v for k, v in ns.items()}, stop=6000)
+        row[timeline.SLOTS["start_ns"]] = start_ns
+        row[timeline.SLOTS["stop_ns"]] = start_ns + 3000
+        return row
+    ctas = [at(100, stored=1000, merged=2000), at(300, stored=1500, merged=1900), at(200, stored=2000)]
+    path = tmp_path / "tl.txt"
+    write(path, [ctas], kernel="mla_decode.v1_paged")
+    rows = {r[0]: r[1:] for r in timeline.when(timeline.read(path)[0])}
+    assert rows["start"] == (3, 0, 100, 200, 200)
+    assert rows["stored"] == (3, 1000, 1700, 2100, 2100)  # 100 + 1000, 300 + 1500, 200 + 2000, less 100
+    assert rows["merged"] == (2, 2000, 2100, 2100, 2100)
+    assert rows["stop"] == (3, 3000, 3100, 3200, 3200)
+    assert "count" not in rows and "sm" not in rows  # values, not stamps
+    sys.argv = ["timeline.py", str(path), "--when"]
+    timeline.main()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("# 0 mla_decode.v1_paged") and out[1].split()[0] == "start" and out[-1].split()[0] == "stop"

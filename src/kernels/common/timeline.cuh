@@ -42,7 +42,8 @@ enum Slot : int {
   kFillStart = 20,    // producer, first stage: its empty slot waited for
   kFillCopied = 21,   // producer, first stage: its rope rows issued (every copy out)
   kFillBulk = 22,     // producer, first stage: its bulk copies issued
-  kMergeLoaded = 23,  // split rows: thread 0's first batch of partials loaded and folded
+  kMergeLoaded = 23,  // split rows: thread 0's first batch of partials loaded and folded (dsa);
+                      // every piece of the CTA's last split item arrived (mla)
   kCombined = 24,     // consumers of two warpgroups on one row (v2_fp8): warpgroup 1's state folded in
 };
 constexpr int kSlots = 25, kMaxCtas = 8192;

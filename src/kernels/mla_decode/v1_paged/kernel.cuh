@@ -345,6 +345,7 @@ __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, con
     while (ld_acquire_gpu(&counters[0]) < uint32_t(pc.pieces)) __nanosleep(32);
     __threadfence();
   }
+  MLAKIT_STAMP(threadIdx.x == 0, kMergeLoaded);  // every piece of the item arrived
   sync();
   const uint32_t left_before = threadIdx.x == 0 ? atomicAdd(&counters[1], 1u) : 0u;
   merge_share<kThreads, kSlotRows>(p, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
