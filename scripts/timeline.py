@@ -56,8 +56,8 @@ PHASES_MLA = [
     ("mwait", "met", "merge_loaded"),         # ... of which: until every piece of its last split item arrived
 ]
 
-# Value slots (not clock stamps): left out of the --when view.
-VALUE_SLOTS = {"count", "sm", "start_ns", "stop_ns", "stop"}
+# Slots --when does not convert: values, and the start and stop it reads from %globaltimer.
+NOT_CLOCK_STAMPS = {"count", "sm", "start_ns", "stop_ns", "start", "stop"}
 
 
 def phases_of(launch):
@@ -78,14 +78,20 @@ def read(path):
     return launches
 
 
+def clock_rate(ctas):
+    """SM cycles per ns: the median over `ctas` of clock cycles over %globaltimer ns, start to stop;
+    nan for none."""
+    rates = [(c[SLOTS["stop"]] - c[SLOTS["start"]]) / (c[SLOTS["stop_ns"]] - c[SLOTS["start_ns"]])
+             for c in ctas if c[SLOTS["stop_ns"]] > c[SLOTS["start_ns"]]]
+    return statistics.median(rates) if rates else float("nan")
+
+
 def summary(launch):
     ran = [c for c in launch["ctas"] if c[SLOTS["start_ns"]]]
     worked = [c for c in ran if c[SLOTS["stored"]]]
     t0 = min(c[SLOTS["start_ns"]] for c in ran)
     span_us = (max(c[SLOTS["stop_ns"]] for c in ran) - t0) / 1000
-    long_ctas = [c for c in ran if c[SLOTS["stop_ns"]] - c[SLOTS["start_ns"]] > 2000]
-    ghz = statistics.median((c[SLOTS["stop"]] - c[SLOTS["start"]]) / (c[SLOTS["stop_ns"]] - c[SLOTS["start_ns"]])
-                            for c in long_ctas) if long_ctas else float("nan")
+    ghz = clock_rate([c for c in ran if c[SLOTS["stop_ns"]] - c[SLOTS["start_ns"]] > 2000])
     out = {"ctas": len(ran), "worked": len(worked), "span_us": span_us, "ghz": ghz}
     for name, a, b in phases_of(launch):
         v = [c[SLOTS[b]] - c[SLOTS[a]] for c in worked if c[SLOTS[a]] and c[SLOTS[b]]]
@@ -95,28 +101,25 @@ def summary(launch):
 
 def when(launch):
     """Each clock stamp on the %globaltimer axis: ns after the launch's first CTA start, as
-    (stamp, CTAs that stamped it, min, median, p90, max), in the order of their medians; the
-    CTAs' stops last. Shows the skew between CTAs that per-CTA phase medians hide (for example
-    how long after the median CTA's store the last piece of a split item arrives)."""
+    (stamp, CTAs that stamped it, min, median, p90, max), the CTAs' starts first, the stamps in
+    the order of their medians, the stops last. Shows the skew between CTAs that per-CTA phase
+    medians hide (for example how long after the median CTA's store the last piece of a split
+    item arrives)."""
     ran = [c for c in launch["ctas"] if c[SLOTS["start_ns"]]]
     ghz = summary(launch)["ghz"]
-    if not ghz == ghz:  # no CTA ran 2 us: the rate of all of them
-        timed = [c for c in ran if c[SLOTS["stop_ns"]] > c[SLOTS["start_ns"]]]
-        ghz = statistics.median((c[SLOTS["stop"]] - c[SLOTS["start"]]) / (c[SLOTS["stop_ns"]] - c[SLOTS["start_ns"]])
-                                for c in timed) if timed else 1.0
+    if ghz != ghz:  # no CTA ran 2 us: the rate of all of them (1 cycle per ns if none ran at all)
+        ghz = clock_rate(ran)
+        ghz = 1.0 if ghz != ghz else ghz
     t0 = min(c[SLOTS["start_ns"]] for c in ran)
-    rows = []
-    for name, slot in SLOTS.items():
-        if name in VALUE_SLOTS or name == "start":
-            continue
-        v = sorted(c[SLOTS["start_ns"]] - t0 + (c[slot] - c[SLOTS["start"]]) / ghz for c in ran if c[slot])
-        if v:
-            rows.append((name, len(v), v[0], v[len(v) // 2], v[int(len(v) * 0.9)], v[-1]))
-    rows.sort(key=lambda r: r[3])
-    for name, key in (("start", "start_ns"), ("stop", "stop_ns")):
-        v = sorted(c[SLOTS[key]] - t0 for c in ran)
-        rows.insert(0 if name == "start" else len(rows), (name, len(v), v[0], v[len(v) // 2], v[int(len(v) * 0.9)], v[-1]))
-    return rows
+
+    def spread(name, values):
+        v = sorted(values)
+        return (name, len(v), v[0], v[len(v) // 2], v[int(len(v) * 0.9)], v[-1])
+
+    stamps = [spread(name, [c[SLOTS["start_ns"]] - t0 + (c[slot] - c[SLOTS["start"]]) / ghz for c in ran if c[slot]])
+              for name, slot in SLOTS.items() if name not in NOT_CLOCK_STAMPS and any(c[slot] for c in ran)]
+    return ([spread("start", [c[SLOTS["start_ns"]] - t0 for c in ran])] + sorted(stamps, key=lambda r: r[3]) +
+            [spread("stop", [c[SLOTS["stop_ns"]] - t0 for c in ran])])
 
 
 def main():
