@@ -4,7 +4,7 @@
 // Two CTAs on two SMs pass the result back and forth; one way = round trip / 2, in SM cycles. With
 // --load the other SMs stream reads from DRAM meanwhile, as the long rows' CTAs do in a launch.
 //
-//   nvcc -std=c++17 -O3 -arch=sm_90a -o /tmp/handoff tools/micro/handoff.cu && /tmp/handoff [--idle | --load]
+//   nvcc -std=c++17 -O3 -arch=sm_90a -I src -o /tmp/handoff tools/micro/handoff.cu && /tmp/handoff [--idle | --load]
 // (both by default)
 //
 // Evidence for docs/knowledge/polled-partials-do-not-beat-the-fence-they-replace.md (in isolation the
@@ -17,7 +17,11 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/common/async_pipe.cuh"  // ld_acquire_gpu (the kernels' poll)
+
 namespace {
+
+using mlakit::kernels::ld_acquire_gpu;
 
 constexpr int kThreads = 256;
 constexpr int kChunks = 1024;  // 16 KB in 16-byte chunks: one 16-head bf16 partial
@@ -37,11 +41,6 @@ struct Args {
   uint32_t* sink;
 };
 
-__device__ __forceinline__ uint32_t ld_acquire(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 __device__ __forceinline__ void st_release(uint32_t* p, uint32_t v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
@@ -96,7 +95,7 @@ __device__ uint32_t receive(const Args& a, const uint4* buf, const uint32_t* cnt
   uint32_t acc = 0;
   if (M == kFlag) {
     if (threadIdx.x == 0)
-      while (ld_acquire(cnt) < uint32_t(it + 1)) {
+      while (ld_acquire_gpu(cnt) < uint32_t(it + 1)) {
       }
     __syncthreads();
     return acc;
@@ -104,7 +103,7 @@ __device__ uint32_t receive(const Args& a, const uint4* buf, const uint32_t* cnt
   long long t = 0;
   if (M == kCounter) {
     if (threadIdx.x == 0) {
-      while (ld_acquire(cnt) < uint32_t(it + 1)) {
+      while (ld_acquire_gpu(cnt) < uint32_t(it + 1)) {
       }
       __threadfence();
       t = clock64();
