@@ -28,11 +28,11 @@ struct ChunkMerge {
     m = m_new;
   }
 
-  // Folds the states of `width` adjacent lanes (a power of two up to 32, the same in every lane
-  // of the warp, which all call it) by an xor tree of shuffles: every lane ends with the fold of
-  // its aligned group, the group's first lane in a fixed order (deterministic).
-  __device__ __forceinline__ void fold_lanes(int width) {
-    for (int d = 1; d < width; d *= 2) {
+  // Folds the states of `width` lanes `stride` apart (width x stride a power of two up to 32, the
+  // same in every lane of the warp, which all call it) by an xor tree of shuffles: every lane ends
+  // with the fold of its aligned group, the group's first lane in a fixed order (deterministic).
+  __device__ __forceinline__ void fold_lanes(int width, int stride = 1) {
+    for (int d = stride; d < width * stride; d *= 2) {
       const float m_j = __shfl_xor_sync(0xffffffffu, m, d), l_j = __shfl_xor_sync(0xffffffffu, l, d);
       float o[8];
 #pragma unroll

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "kernels/common/async_pipe.cuh"
+#include "kernels/common/bf16x2.cuh"
 #include "kernels/common/chunk_merge.cuh"
 #include "kernels/dsa_decode/common/gather_ring.cuh"
 #include "kernels/dsa_decode/v2_fused/consumer_mma.cuh"
@@ -190,22 +191,32 @@ __device__ inline void store_item(const Params& p, int64_t row0, const dsa_v2::R
   }
 }
 
-// The unnormalised partial of a piece into partial slot `slot_row` (consumer threads); an empty
-// piece writes l = 0, which the merge skips.
+// The unnormalised partial of a piece into partial slot `slot_row` (consumer threads): O as bf16
+// in whole 32-byte sectors (bf16 partials stored a half sector per instruction cost the m64
+// kernel's split shapes 2-4 us, the devlog's run 40; its partials stay fp32), and (m, l): l = 0
+// for an empty piece (which writes no O), which the merge skips.
 __device__ inline void store_partial(const Params& p, int64_t slot_row, const dsa_v2::RowState& st,
-                              const float (&l_total)[2], const float (&o)[dsa_v2::kOTiles][4], bool empty) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
-  const int col = warp * dsa_v2::kDimsPerWarp + 2 * (lane % 4);
+                                     const float (&l_total)[2], const float (&o)[dsa_v2::kOTiles][4], bool empty) {
+  static_assert(dsa_v2::kOTiles % 2 == 0, "tiles in pairs: 16 dims, one sector of bf16");
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
   if (!empty) {
+    // Tiles j and j + 1 of a row are 16 dims, 2 of them in each lane of the quad; lane q stores
+    // dims 4q .. 4q + 3, the words of quad lanes 2 (q % 2) and + 1 of tile j + q / 2.
+    const int src = (lane & ~3) | (2 * (q % 2));
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float* dst = p.part_o + (slot_row + g + 8 * r) * kDimV + col;
+      uint16_t* dst = static_cast<uint16_t*>(p.part_o) + (slot_row + g + 8 * r) * kDimV + warp * dsa_v2::kDimsPerWarp;
 #pragma unroll
-      for (int j = 0; j < dsa_v2::kOTiles; ++j)
-        *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[j][2 * r], o[j][2 * r + 1]);
+      for (int j = 0; j < dsa_v2::kOTiles; j += 2) {
+        const uint32_t w0 = pack_bf16x2(o[j][2 * r], o[j][2 * r + 1]);
+        const uint32_t w1 = pack_bf16x2(o[j + 1][2 * r], o[j + 1][2 * r + 1]);
+        const uint32_t a0 = __shfl_sync(0xffffffffu, w0, src), a1 = __shfl_sync(0xffffffffu, w0, src + 1);
+        const uint32_t b0 = __shfl_sync(0xffffffffu, w1, src), b1 = __shfl_sync(0xffffffffu, w1, src + 1);
+        *reinterpret_cast<uint2*>(dst + j * 8 + 4 * q) = q < 2 ? make_uint2(a0, a1) : make_uint2(b0, b1);
+      }
     }
   }
-  if (warp == 0 && lane % 4 == 0) {
+  if (warp == 0 && q == 0) {
     p.part_ml[slot_row + g] = make_float2(empty ? -INFINITY : st.m[0], empty ? 0.f : l_total[0]);
     p.part_ml[slot_row + g + 8] = make_float2(empty ? -INFINITY : st.m[1], empty ? 0.f : l_total[1]);
   }
@@ -276,10 +287,11 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
 // ---- merge of split items --------------------------------------------------------------------
 
 // Pieces j = first, first + step, ... of chunk c of a split item (CTAs gbase + first_cta + j of
-// the grid; partial slots of kSlotRows query rows), the loads of kMergeBatch pieces at a time (L2
-// latency per batch, not per piece). 16 at a time lost (the devlog's run 39).
+// the grid; partial slots of kSlotRows query rows, O of element type PartT: bf16 or fp32), the
+// loads of kMergeBatch pieces at a time (L2 latency per batch, not per piece). 16 at a time lost
+// (the devlog's run 39).
 constexpr int kMergeBatch = 8;
-template <int kSlotRows>
+template <int kSlotRows, class PartT>
 __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int64_t total, int gbase, int c,
                                    int first, int step) {
   const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
@@ -293,9 +305,15 @@ __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int6
       const bool in = j < pc.pieces;
       const int slot = slot_of_piece(pc, j, n, total);
       const int64_t row = ((int64_t(gbase) + pc.first_cta + (in ? j : 0)) * 2 + slot) * kSlotRows + h;
-      const float4* src = reinterpret_cast<const float4*>(p.part_o + row * kDimV + d0);
-      a[u] = in ? __ldcg(src) : float4{};
-      b[u] = in ? __ldcg(src + 1) : float4{};
+      const PartT* src = static_cast<const PartT*>(p.part_o) + row * kDimV + d0;
+      if constexpr (sizeof(PartT) == 2) {  // bf16: the chunk is one 16-byte load
+        const uint4 w = in ? __ldcg(reinterpret_cast<const uint4*>(src)) : uint4{};
+        a[u] = unpack_bf16x4(w.x, w.y);
+        b[u] = unpack_bf16x4(w.z, w.w);
+      } else {
+        a[u] = in ? __ldcg(reinterpret_cast<const float4*>(src)) : float4{};
+        b[u] = in ? __ldcg(reinterpret_cast<const float4*>(src) + 1) : float4{};
+      }
       v[u] = in ? __ldcg(p.part_ml + row) : float2{};
     }
 #pragma unroll
@@ -304,28 +322,32 @@ __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int6
   return st;
 }
 
-// This CTA's share of a split item's output chunks (8 dims of one query row; g.rows() x 64 of
-// them), piece k of the item's pieces. With fewer chunks than threads, tpc adjacent lanes (a power
-// of two up to a warp) take one chunk, lane r every tpc-th piece from r, and their states fold into
-// the first lane's by an xor tree of shuffles: a fixed order, so the result is deterministic.
-// kThreads threads (0..kThreads-1, whole warps) take part.
-template <int kThreads, int kSlotRows, class G>
+// This CTA's share of a split item's output: chunk pairs (16 dims of one query row; g.rows() x 32
+// of them), piece k of the item's pieces. Lane bit 0 picks the pair's chunk (8 dims), so two
+// adjacent lanes read the same (m, l) in one load instruction and, with bf16 partials, the two
+// halves of one 32-byte sector (one request for each, not two). With fewer pairs than threads,
+// tpc lane pairs (a power of two up to 16) take one pair, pair r every tpc-th piece from r, and the
+// states of a chunk's lanes (xor distances 2, 4, ...) fold into the first one's by an xor tree of
+// shuffles: a fixed order, so the result is deterministic. kThreads threads (0..kThreads-1, whole
+// warps) take part.
+template <int kThreads, int kSlotRows, class PartT, class G>
 __device__ void merge_share(const Params& p, const Piece& pc, int n, int64_t total, const G& g, int k) {
   static_assert(kThreads % 32 == 0, "whole warps: the lanes of a chunk fold by shuffles");
-  const int chunks = g.rows() * (kDimV / 8);
-  const int c_begin = k * chunks / pc.pieces, c_end = (k + 1) * chunks / pc.pieces;
-  const int n_chunks = c_end - c_begin;
-  int tpc = 1;  // lanes per chunk: the most that still takes every chunk in one pass
-  while (tpc < 32 && 2 * tpc * n_chunks <= kThreads) tpc *= 2;
-  const int per_pass = kThreads / tpc;
+  const int pairs = g.rows() * (kDimV / 16);
+  const int p_begin = k * pairs / pc.pieces, p_end = (k + 1) * pairs / pc.pieces;
+  const int n_pairs = p_end - p_begin;
+  int tpc = 1;  // lane pairs per chunk pair: the most that still takes every pair in one pass
+  while (tpc < 16 && 4 * tpc * n_pairs <= kThreads) tpc *= 2;
+  const int per_pass = kThreads / (2 * tpc);
   const int gbase = g.index * p.ctas_per_group;
   const int64_t row0 = g.out_row(pc.b, p.heads, p.seq_q);
-  for (int base = c_begin; base < c_end; base += per_pass) {  // the same passes in every thread
-    const int c = base + int(threadIdx.x) / tpc, r = int(threadIdx.x) % tpc;
+  const int half = int(threadIdx.x) % 2, u = int(threadIdx.x) / 2, r = u % tpc;
+  for (int base = p_begin; base < p_end; base += per_pass) {  // the same passes in every thread
+    const int pair = base + u / tpc, c = 2 * pair + half;
     ChunkMerge st;
-    if (c < c_end) st = merge_pieces<kSlotRows>(p, pc, n, total, gbase, c, r, tpc);
-    st.fold_lanes(tpc);
-    if (c >= c_end || r != 0) continue;
+    if (pair < p_end) st = merge_pieces<kSlotRows, PartT>(p, pc, n, total, gbase, c, r, tpc);
+    st.fold_lanes(tpc, 2);
+    if (pair >= p_end || r != 0) continue;
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
     *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (row0 + h) * kDimV + d0) = st.output();
     if (d0 == 0) p.io.lse[row0 + h] = st.lse();
@@ -338,7 +360,7 @@ __device__ void merge_share(const Params& p, const Piece& pc, int n, int64_t tot
 // the answer after the merge (which has no barrier), so that the round trip can overlap the merge
 // (issued before that barrier instead, the same to within noise: the devlog's run 39). Threads
 // 0..kThreads-1 call it; `sync` is their barrier.
-template <int kThreads, int kSlotRows, class G, class Sync>
+template <int kThreads, int kSlotRows, class PartT, class G, class Sync>
 __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, const G& g, Sync&& sync) {
   uint32_t* counters = p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta);
   if (threadIdx.x == 0) {
@@ -348,7 +370,7 @@ __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, con
   MLAKIT_STAMP(threadIdx.x == 0, kMergeLoaded);  // every piece of the item arrived
   sync();
   const uint32_t left_before = threadIdx.x == 0 ? atomicAdd(&counters[1], 1u) : 0u;
-  merge_share<kThreads, kSlotRows>(p, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
+  merge_share<kThreads, kSlotRows, PartT>(p, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
   if (threadIdx.x == 0 && left_before == uint32_t(pc.pieces - 1)) {
     counters[0] = 0;
     counters[1] = 0;
@@ -357,15 +379,15 @@ __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, con
 
 // The CTA's split items (only its first and its last can be), merged after every piece of the
 // CTA is published.
-template <int kThreads, int kSlotRows, class G, class Sync>
+template <int kThreads, int kSlotRows, class PartT, class G, class Sync>
 __device__ void merge_split_items(const Params& p, const Range& r, const G& g, Sync&& sync) {
   const Piece first = piece_of(p, r, g.qpos, r.first, r.first_unit);
-  if (first.pieces > 1) merge_item<kThreads, kSlotRows>(p, first, r, g, sync);
+  if (first.pieces > 1) merge_item<kThreads, kSlotRows, PartT>(p, first, r, g, sync);
   if (r.last == r.first) return;
   int64_t unit = first.unit + first.units;  // the last item starts where the others end
   for (int b = r.first + 1; b < r.last; ++b) unit += item_units(visible_rows(p, b, g.qpos));
   const Piece last = piece_of(p, r, g.qpos, r.last, unit);
-  if (last.pieces > 1) merge_item<kThreads, kSlotRows>(p, last, r, g, sync);
+  if (last.pieces > 1) merge_item<kThreads, kSlotRows, PartT>(p, last, r, g, sync);
 }
 
 // ---- the kernel ------------------------------------------------------------------------------
@@ -394,7 +416,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   if constexpr (!kMath) return;
   __syncthreads();  // every piece of this CTA is published; the ring is free
   MLAKIT_STAMP(threadIdx.x == 0, kMet);  // (the CTA's own pieces only: merge_item waits for the others)
-  merge_split_items<kThreadsFor<Producers>, kHeadBlock>(p, r, g, [] { __syncthreads(); });
+  merge_split_items<kThreadsFor<Producers>, kHeadBlock, uint16_t>(p, r, g, [] { __syncthreads(); });
   MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   MLAKIT_STAMP_STOP(threadIdx.x == 0);
 }
