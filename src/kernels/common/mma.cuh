@@ -59,4 +59,16 @@ __device__ __forceinline__ uint4 pack_bf16x8(const float (&v)[8], float scale) {
                     pack_bf16x2(v[4] * scale, v[5] * scale), pack_bf16x2(v[6] * scale, v[7] * scale));
 }
 
+// Two adjacent n8 tiles of one accumulator row as bf16 in one whole 32-byte sector: lane q of the
+// row's quad holds `lo` (columns 2q, 2q + 1 of the first tile, packed) and `hi` (the same of the
+// second); after two pairs of shuffles it stores columns 4q .. 4q + 3 at dst + 4q (dst: column 0
+// of the first tile, 32-byte aligned). A quad storing its own words would write each sector in two
+// halves. The whole warp calls it.
+__device__ __forceinline__ void store_bf16_tile_pair(uint16_t* dst, uint32_t lo, uint32_t hi) {
+  const int lane = threadIdx.x % 32, q = lane % 4, src = (lane & ~3) | (2 * (q % 2));
+  const uint32_t a0 = __shfl_sync(0xffffffffu, lo, src), a1 = __shfl_sync(0xffffffffu, lo, src + 1);
+  const uint32_t b0 = __shfl_sync(0xffffffffu, hi, src), b1 = __shfl_sync(0xffffffffu, hi, src + 1);
+  *reinterpret_cast<uint2*>(dst + 4 * q) = q < 2 ? make_uint2(a0, a1) : make_uint2(b0, b1);
+}
+
 }  // namespace mlakit::kernels

@@ -470,17 +470,19 @@ __device__ __forceinline__ void total_sums(Smem& sm, const Rows& st, float (&l_t
 
 // This thread's share of the pair's unnormalised partial: its two rows (`warp_row0` + lane / 4 and
 // + 8, where `warp_row0` is the partial row of its warp's first of 16 rows) of dims [256 wg,
-// 256 wg + 256) into part_o [rows][512], and their (m, l) into part_ml (by warpgroup 0).
-__device__ __forceinline__ void store_partial(float* part_o, float2* part_ml, int64_t warp_row0, const Rows& st,
+// 256 wg + 256) into part_o [rows][512] as bf16 in whole 32-byte sectors, and their (m, l) into
+// part_ml (by warpgroup 0).
+__device__ __forceinline__ void store_partial(uint16_t* part_o, float2* part_ml, int64_t warp_row0, const Rows& st,
                                               const float (&l_total)[2], const float (&o)[128]) {
   const int wg = consumer_wg(), lane = threadIdx.x % 32, q = lane % 4;
-  const int col = wg * kDimsPerWg + 2 * q;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t row = warp_row0 + lane / 4 + 8 * r;
-    float* dst = part_o + row * kDimV + col;
+    uint16_t* dst = part_o + row * kDimV + wg * kDimsPerWg;
 #pragma unroll
-    for (int j = 0; j < 32; ++j) *reinterpret_cast<float2*>(dst + 8 * j) = make_float2(o[4 * j + 2 * r], o[4 * j + 2 * r + 1]);
+    for (int j = 0; j < 32; j += 2)
+      store_bf16_tile_pair(dst + 8 * j, pack_bf16x2(o[4 * j + 2 * r], o[4 * j + 2 * r + 1]),
+                           pack_bf16x2(o[4 * j + 4 + 2 * r], o[4 * j + 5 + 2 * r]));
     if (wg == 0 && q == 0) part_ml[row] = make_float2(st.m[r], l_total[r]);
   }
 }

@@ -254,7 +254,7 @@ class V1Paged final : public MlaKernel {
     a.whole = t.whole;
     a.seesaw = t.order;
     a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
-    a.part_o = base + w.part_o;
+    a.part_o = reinterpret_cast<uint16_t*>(base + w.part_o);
     if (wide(t) && t.gather == kTensorMapGather) a.tma = encode_stage_maps(p, x, &a);
     const cudaError_t e = wide(t) ? launch_m64(a, kWork, stream) : mla_v1::launch(a, Pipe{t.stages, t.producers}, kWork, stream);
     return cuda_status(e, info().key + " launch");

@@ -192,28 +192,21 @@ __device__ inline void store_item(const Params& p, int64_t row0, const dsa_v2::R
 }
 
 // The unnormalised partial of a piece into partial slot `slot_row` (consumer threads): O as bf16
-// in whole 32-byte sectors (bf16 partials stored a half sector per instruction cost the m64
-// kernel's split shapes 2-4 us, the devlog's run 40; its partials stay fp32), and (m, l): l = 0
-// for an empty piece (which writes no O), which the merge skips.
+// in whole 32-byte sectors (stored half a sector per instruction they cost the m64 kernel's split
+// shapes 2-4 us, the devlog's run 40), and (m, l): l = 0 for an empty piece (which writes no O),
+// which the merge skips.
 __device__ inline void store_partial(const Params& p, int64_t slot_row, const dsa_v2::RowState& st,
                                      const float (&l_total)[2], const float (&o)[dsa_v2::kOTiles][4], bool empty) {
   static_assert(dsa_v2::kOTiles % 2 == 0, "tiles in pairs: 16 dims, one sector of bf16");
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
   if (!empty) {
-    // Tiles j and j + 1 of a row are 16 dims, 2 of them in each lane of the quad; lane q stores
-    // dims 4q .. 4q + 3, the words of quad lanes 2 (q % 2) and + 1 of tile j + q / 2.
-    const int src = (lane & ~3) | (2 * (q % 2));
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      uint16_t* dst = static_cast<uint16_t*>(p.part_o) + (slot_row + g + 8 * r) * kDimV + warp * dsa_v2::kDimsPerWarp;
+      uint16_t* dst = p.part_o + (slot_row + g + 8 * r) * kDimV + warp * dsa_v2::kDimsPerWarp;
 #pragma unroll
-      for (int j = 0; j < dsa_v2::kOTiles; j += 2) {
-        const uint32_t w0 = pack_bf16x2(o[j][2 * r], o[j][2 * r + 1]);
-        const uint32_t w1 = pack_bf16x2(o[j + 1][2 * r], o[j + 1][2 * r + 1]);
-        const uint32_t a0 = __shfl_sync(0xffffffffu, w0, src), a1 = __shfl_sync(0xffffffffu, w0, src + 1);
-        const uint32_t b0 = __shfl_sync(0xffffffffu, w1, src), b1 = __shfl_sync(0xffffffffu, w1, src + 1);
-        *reinterpret_cast<uint2*>(dst + j * 8 + 4 * q) = q < 2 ? make_uint2(a0, a1) : make_uint2(b0, b1);
-      }
+      for (int j = 0; j < dsa_v2::kOTiles; j += 2)
+        store_bf16_tile_pair(dst + j * 8, pack_bf16x2(o[j][2 * r], o[j][2 * r + 1]),
+                             pack_bf16x2(o[j + 1][2 * r], o[j + 1][2 * r + 1]));
     }
   }
   if (warp == 0 && q == 0) {
@@ -287,11 +280,10 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
 // ---- merge of split items --------------------------------------------------------------------
 
 // Pieces j = first, first + step, ... of chunk c of a split item (CTAs gbase + first_cta + j of
-// the grid; partial slots of kSlotRows query rows, O of element type PartT: bf16 or fp32), the
-// loads of kMergeBatch pieces at a time (L2 latency per batch, not per piece). 16 at a time lost
-// (the devlog's run 39).
+// the grid; partial slots of kSlotRows query rows), the loads of kMergeBatch pieces at a time (L2
+// latency per batch, not per piece). 16 at a time lost (the devlog's run 39).
 constexpr int kMergeBatch = 8;
-template <int kSlotRows, class PartT>
+template <int kSlotRows>
 __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int64_t total, int gbase, int c,
                                    int first, int step) {
   const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
@@ -305,15 +297,9 @@ __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int6
       const bool in = j < pc.pieces;
       const int slot = slot_of_piece(pc, j, n, total);
       const int64_t row = ((int64_t(gbase) + pc.first_cta + (in ? j : 0)) * 2 + slot) * kSlotRows + h;
-      const PartT* src = static_cast<const PartT*>(p.part_o) + row * kDimV + d0;
-      if constexpr (sizeof(PartT) == 2) {  // bf16: the chunk is one 16-byte load
-        const uint4 w = in ? __ldcg(reinterpret_cast<const uint4*>(src)) : uint4{};
-        a[u] = unpack_bf16x4(w.x, w.y);
-        b[u] = unpack_bf16x4(w.z, w.w);
-      } else {
-        a[u] = in ? __ldcg(reinterpret_cast<const float4*>(src)) : float4{};
-        b[u] = in ? __ldcg(reinterpret_cast<const float4*>(src) + 1) : float4{};
-      }
+      const uint4 w = in ? __ldcg(reinterpret_cast<const uint4*>(p.part_o + row * kDimV + d0)) : uint4{};
+      a[u] = unpack_bf16x4(w.x, w.y);  // bf16: the chunk is one 16-byte load
+      b[u] = unpack_bf16x4(w.z, w.w);
       v[u] = in ? __ldcg(p.part_ml + row) : float2{};
     }
 #pragma unroll
@@ -323,14 +309,14 @@ __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int6
 }
 
 // This CTA's share of a split item's output: chunk pairs (16 dims of one query row; g.rows() x 32
-// of them), piece k of the item's pieces. Lane bit 0 picks the pair's chunk (8 dims), so two
-// adjacent lanes read the same (m, l) in one load instruction and, with bf16 partials, the two
-// halves of one 32-byte sector (one request for each, not two). With fewer pairs than threads,
+// of them; one 32-byte sector of a bf16 partial), piece k of the item's pieces. Lane bit 0 picks
+// the pair's chunk (8 dims), so two adjacent lanes read the two halves of one sector and the same
+// (m, l) in one load instruction (one request for each, not two). With fewer pairs than threads,
 // tpc lane pairs (a power of two up to 16) take one pair, pair r every tpc-th piece from r, and the
 // states of a chunk's lanes (xor distances 2, 4, ...) fold into the first one's by an xor tree of
 // shuffles: a fixed order, so the result is deterministic. kThreads threads (0..kThreads-1, whole
 // warps) take part.
-template <int kThreads, int kSlotRows, class PartT, class G>
+template <int kThreads, int kSlotRows, class G>
 __device__ void merge_share(const Params& p, const Piece& pc, int n, int64_t total, const G& g, int k) {
   static_assert(kThreads % 32 == 0, "whole warps: the lanes of a chunk fold by shuffles");
   const int pairs = g.rows() * (kDimV / 16);
@@ -345,7 +331,7 @@ __device__ void merge_share(const Params& p, const Piece& pc, int n, int64_t tot
   for (int base = p_begin; base < p_end; base += per_pass) {  // the same passes in every thread
     const int pair = base + u / tpc, c = 2 * pair + half;
     ChunkMerge st;
-    if (pair < p_end) st = merge_pieces<kSlotRows, PartT>(p, pc, n, total, gbase, c, r, tpc);
+    if (pair < p_end) st = merge_pieces<kSlotRows>(p, pc, n, total, gbase, c, r, tpc);
     st.fold_lanes(tpc, 2);
     if (pair >= p_end || r != 0) continue;
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
@@ -360,7 +346,7 @@ __device__ void merge_share(const Params& p, const Piece& pc, int n, int64_t tot
 // the answer after the merge (which has no barrier), so that the round trip can overlap the merge
 // (issued before that barrier instead, the same to within noise: the devlog's run 39). Threads
 // 0..kThreads-1 call it; `sync` is their barrier.
-template <int kThreads, int kSlotRows, class PartT, class G, class Sync>
+template <int kThreads, int kSlotRows, class G, class Sync>
 __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, const G& g, Sync&& sync) {
   uint32_t* counters = p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta);
   if (threadIdx.x == 0) {
@@ -370,7 +356,7 @@ __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, con
   MLAKIT_STAMP(threadIdx.x == 0, kMergeLoaded);  // every piece of the item arrived
   sync();
   const uint32_t left_before = threadIdx.x == 0 ? atomicAdd(&counters[1], 1u) : 0u;
-  merge_share<kThreads, kSlotRows, PartT>(p, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
+  merge_share<kThreads, kSlotRows>(p, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
   if (threadIdx.x == 0 && left_before == uint32_t(pc.pieces - 1)) {
     counters[0] = 0;
     counters[1] = 0;
@@ -379,15 +365,15 @@ __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, con
 
 // The CTA's split items (only its first and its last can be), merged after every piece of the
 // CTA is published.
-template <int kThreads, int kSlotRows, class PartT, class G, class Sync>
+template <int kThreads, int kSlotRows, class G, class Sync>
 __device__ void merge_split_items(const Params& p, const Range& r, const G& g, Sync&& sync) {
   const Piece first = piece_of(p, r, g.qpos, r.first, r.first_unit);
-  if (first.pieces > 1) merge_item<kThreads, kSlotRows, PartT>(p, first, r, g, sync);
+  if (first.pieces > 1) merge_item<kThreads, kSlotRows>(p, first, r, g, sync);
   if (r.last == r.first) return;
   int64_t unit = first.unit + first.units;  // the last item starts where the others end
   for (int b = r.first + 1; b < r.last; ++b) unit += item_units(visible_rows(p, b, g.qpos));
   const Piece last = piece_of(p, r, g.qpos, r.last, unit);
-  if (last.pieces > 1) merge_item<kThreads, kSlotRows, PartT>(p, last, r, g, sync);
+  if (last.pieces > 1) merge_item<kThreads, kSlotRows>(p, last, r, g, sync);
 }
 
 // ---- the kernel ------------------------------------------------------------------------------
@@ -416,7 +402,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   if constexpr (!kMath) return;
   __syncthreads();  // every piece of this CTA is published; the ring is free
   MLAKIT_STAMP(threadIdx.x == 0, kMet);  // (the CTA's own pieces only: merge_item waits for the others)
-  merge_split_items<kThreadsFor<Producers>, kHeadBlock, uint16_t>(p, r, g, [] { __syncthreads(); });
+  merge_split_items<kThreadsFor<Producers>, kHeadBlock>(p, r, g, [] { __syncthreads(); });
   MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   MLAKIT_STAMP_STOP(threadIdx.x == 0);
 }

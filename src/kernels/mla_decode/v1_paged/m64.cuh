@@ -257,7 +257,7 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
       const int64_t gid = int64_t(g.index) * p.ctas_per_group + blockIdx.x;
       // The unnormalised partial into the piece's slot (64 rows); l = 0 marks a row that saw
       // nothing in the piece, which the merge skips.
-      rows64::store_partial(static_cast<float*>(p.part_o), p.part_ml, (gid * 2 + pc.slot) * kRows + wg_warp() * 16, st, l_total, o);
+      rows64::store_partial(p.part_o, p.part_ml, (gid * 2 + pc.slot) * kRows + wg_warp() * 16, st, l_total, o);
       __threadfence();
       pair_sync();  // every consumer thread's stores are visible before the piece counts
       if (threadIdx.x == 0) atomicAdd(p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta), 1u);
@@ -297,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   } else {
     consume<kSeesaw>(p, s, r, g);
     pair_sync();  // every piece of this CTA is published; the ring is free
-    merge_split_items<kConsumerThreads, kRows, float>(p, r, g, [] { pair_sync(); });
+    merge_split_items<kConsumerThreads, kRows>(p, r, g, [] { pair_sync(); });
   }
 }
 

@@ -70,8 +70,7 @@ struct Params {
   int ctas_per_group;    // gridDim.x
   int fused_rows;        // 1: kpe follows ckv in each row (one 1152-byte bulk copy per row)
   float scale_log2;      // sm_scale * log2(e)
-  void* part_o;          // [ctas][2][rows][512] unnormalised partial outputs of split work items:
-                         // bf16 with 16-row groups, fp32 with 64 (merge_split_items' PartT)
+  uint16_t* part_o;      // [ctas][2][rows][512] unnormalised partial outputs of split work items (bf16)
   float2* part_ml;       // [ctas][2][rows] (running max in the log2 domain, sum of 2^(x - m));
                          // rows = query rows of a group: 16, or 64 with the m64 tiling
   uint32_t* counters;    // [ctas][2] arrivals and departures; zero between calls
@@ -128,7 +127,7 @@ inline WorkspaceLayout workspace_layout(int ctas, int group_rows = kHeadBlock) {
   w.counters = 0;
   w.part_ml = dsa_workspace::kCounterBytes;
   w.part_o = w.part_ml + align(rows * 2 * sizeof(float));
-  w.bytes = w.part_o + rows * kDimV * (group_rows == kHeadBlock ? sizeof(uint16_t) : sizeof(float));
+  w.bytes = w.part_o + rows * kDimV * sizeof(uint16_t);
   return w;
 }
 
