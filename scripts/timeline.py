@@ -45,11 +45,11 @@ PHASES = [
     ("mload", "met", "merge_loaded"),         # ... of which: thread 0's first batch loaded and folded
 ]
 
-# mla_decode.v1_paged (16 query rows per CTA): its schedule, the first item's Q, the CTA's pieces,
+# mla_decode.v1_paged (both row paths): its schedule, the first item's Q, the CTA's pieces,
 # the barrier after them, the merge of its split items.
 PHASES_MLA = [
     ("sched", "start", "sliced"),             # the split-KV schedule computed from cache_seqlens
-    ("to_q", "sliced", "q_ready"),            # consumers: the first item's Q in registers
+    ("to_q", "sliced", "q_ready"),            # consumers: the first item's Q in registers (m64: in shared memory)
     ("work", "q_ready", "stored"),            # every piece computed, stored or published
     ("sync", "stored", "met"),                # the CTA barrier after its pieces
     ("merge", "met", "merged"),               # its split items waited for and merged

@@ -9,13 +9,16 @@ namespace mlakit::mla_v1 {
 cudaError_t launch_m64(const Params& params, Work work, cudaStream_t stream) {
   const dim3 grid(params.ctas_per_group, params.groups), block(m64::kThreads);
   const int smem = int(m64::kSmemBytes);
-  if (params.seesaw)
-    return work == Work::kAttention
-               ? kernels::launch_with_smem<m64::mla_m64_kernel<true, true>>(params, grid, block, smem, true, stream)
-               : kernels::launch_with_smem<m64::mla_m64_kernel<false, true>>(params, grid, block, smem, true, stream);
-  return work == Work::kAttention
-             ? kernels::launch_with_smem<m64::mla_m64_kernel<true, false>>(params, grid, block, smem, true, stream)
-             : kernels::launch_with_smem<m64::mla_m64_kernel<false, false>>(params, grid, block, smem, true, stream);
+  const bool attention = work == Work::kAttention;
+  kernels::timeline::begin(stream);  // the phase timeline of a MLAKIT_TIMELINE build; else nothing
+  const cudaError_t e =
+      params.seesaw
+          ? (attention ? kernels::launch_with_smem<m64::mla_m64_kernel<true, true>>(params, grid, block, smem, true, stream)
+                       : kernels::launch_with_smem<m64::mla_m64_kernel<false, true>>(params, grid, block, smem, true, stream))
+          : (attention ? kernels::launch_with_smem<m64::mla_m64_kernel<true, false>>(params, grid, block, smem, true, stream)
+                       : kernels::launch_with_smem<m64::mla_m64_kernel<false, false>>(params, grid, block, smem, true, stream));
+  kernels::timeline::end(stream, e, params.ctas_per_group * params.groups, "mla_decode.v1_paged.m64");
+  return e;
 }
 
 cudaError_t kernel_attributes_m64(Work work, cudaFuncAttributes* attr) {

@@ -244,8 +244,16 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
         const int m = wg_warp() * 16 + lane / 4 + 8 * k;
         seen[k] = m < g.n ? visible_rows(p, b, (g.f0 + m) / p.heads) : 0;
       }
+#ifdef MLAKIT_TIMELINE
+      if (items == 0 && threadIdx.x == 32) {  // the first tile's two stages landed, apart from Q
+        mbar_wait(&s.full[0], 0);             // (waiting on a phase consumes nothing)
+        mbar_wait(&s.full[1], 0);
+        MLAKIT_STAMP(true, kFirstTile);
+      }
+#endif
       mbar_wait(&s.q_full, uint32_t(items & 1));
       fence_async_smem();  // cp.async wrote Q; wgmma reads it
+      MLAKIT_STAMP(items == 0 && threadIdx.x == 0, kQReady);  // the first item's Q in shared memory
       ++items;
       if constexpr (kSeesaw) consume_piece_seesaw(s, pc.begin, pc.count, seen, stage, p.scale_log2, st, o);
       else consume_piece(s, pc.begin, pc.count, seen, stage, p.scale_log2, st, o);
@@ -274,6 +282,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& s = rows64::plan_at<SmemPlan>(smem_raw);
   const Group g = group_of(p, int(blockIdx.y));
+  MLAKIT_STAMP_START(threadIdx.x == 0);  // the phase timeline (timeline.cuh; no-ops in other builds)
   if (threadIdx.x == 0) {
     for (auto& b : s.full) mbar_init(&b, 32);  // the filling warp's lanes
     for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);
@@ -284,7 +293,12 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   }
   // Ordered before first use by locate_range's barriers.
   const Range r = locate_range<kThreads>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
-  if (r.empty()) return;  // more CTAs than units: this one holds none
+  MLAKIT_STAMP(threadIdx.x == 0, kSliced);  // the schedule computed
+  MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
+  if (r.empty()) {  // more CTAs than units: this one holds none
+    MLAKIT_STAMP_STOP(threadIdx.x == 0);
+    return;
+  }
   const int warp = threadIdx.x / 32;
   if (warp >= kWgs * 4) {  // the producer warpgroup leaves once its copies are issued
     set_max_registers<kProducerRegs, false>();
@@ -296,9 +310,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
     mla_v1::consume_no_math<kStages, kPiecePad<kSeesaw>>(p, s, r, g);
   } else {
     consume<kSeesaw>(p, s, r, g);
+    MLAKIT_STAMP(threadIdx.x == 0, kStored);  // every piece computed, stored or published
     pair_sync();  // every piece of this CTA is published; the ring is free
+    MLAKIT_STAMP(threadIdx.x == 0, kMet);
     merge_split_items<kConsumerThreads, kRows>(p, r, g, [] { pair_sync(); });
+    MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   }
+  MLAKIT_STAMP_STOP(threadIdx.x == 0);
 }
 
 }  // namespace mlakit::mla_v1::m64
