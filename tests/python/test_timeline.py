@@ -70,11 +70,12 @@ def test_a_group_that_does_not_divide_the_launches_is_an_error(tmp_path):
     assert run.returncode != 0 and "3 launches do not split into groups of 2" in run.stderr
 
 
-def test_mla_launches_get_the_schedule_phases(tmp_path, capsys):
+@pytest.mark.parametrize("kernel", ["mla_decode.v1_paged", "mla_decode.v1_paged.m64"])
+def test_mla_launches_get_the_schedule_phases(tmp_path, capsys, kernel):
     worked = [cta(1000, sliced=4000, q_ready=7000, stored=14000, met=14200, merge_loaded=15000, merged=21000,
                   stop=21100)]
     path = tmp_path / "tl.txt"
-    write(path, [worked], kernel="mla_decode.v1_paged")
+    write(path, [worked], kernel=kernel)
     s = timeline.summary(timeline.read(path)[0])
     assert (s["sched"], s["to_q"], s["work"], s["sync"], s["merge"]) == (4000, 3000, 7000, 200, 6800)
     assert s["mwait"] == 800  # until every piece of the split item arrived
