@@ -77,6 +77,9 @@ class BenchSession {
   virtual Status verify(const BenchPlan& plan, VerifyResult* result) = 0;
   // The timing core (workbench/timer.h) on one call of the plan.
   virtual Status time(const BenchPlan& plan, const TimingConfig& config, TimingResult* result) = 0;
+  // One call of the plan, then a synchronize: its launch and its execution errors, nothing timed
+  // or compared (`mlakit run --no-time` without --check, the form a sanitizer runs).
+  virtual Status run_once(const BenchPlan& plan) = 0;
   // The op's checked mode on the current workload's device inputs (`mlakit run --check`): what
   // its public check does (mla_check_inputs); ok for an op without one. Synchronizes.
   virtual Status check_inputs() = 0;

@@ -156,6 +156,13 @@ class OpSession final : public BenchSession {
     return time_gpu_call(call(*p), stream_, config, result);
   }
 
+  Status run_once(const BenchPlan& plan) override {
+    const PlanT* p = nullptr;
+    MLAKIT_RETURN_IF_ERROR(ready(plan, "run", &p));
+    MLAKIT_RETURN_IF_ERROR(call(*p)(stream_));
+    return cuda_status(cudaStreamSynchronize(stream_), "run");
+  }
+
   Status check_inputs() override {
     if (!has_device_) return Status::unsupported("the input check needs a CUDA device; none is visible");
     if (current_ == nullptr) return Status::invalid_argument("check: no workload prepared");

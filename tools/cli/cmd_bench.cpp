@@ -150,7 +150,7 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
   const WorkloadInfo& w = run.suite.info(i);
   const BenchPlan& plan = run.plans[i];
   ++totals->workloads;
-  const char* doing = o.verify && o.time ? "verifying and timing" : o.verify ? "verifying" : "timing";
+  const char* doing = o.verify && o.time ? "verifying and timing" : o.verify ? "verifying" : o.time ? "timing" : "running";
   progress.show(progress_text(run.suite, i, doing));
   Status s = run.plan_status[i];
   if (s.is_ok()) s = session.prepare(i);
@@ -161,6 +161,8 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
   TimingConfig timing = o.timing;
   timing.label = w.name;  // the NVTX range of each timed call under --prof annotation
   if (s.is_ok() && o.time) s = session.time(plan, timing, &t);
+  // Neither verified nor timed (`run --no-time`): still one call, so that a sanitizer sees it.
+  if (s.is_ok() && !o.verify && !o.time) s = session.run_once(plan);
   progress.clear();
   if (!s.is_ok()) {
     ++totals->errors;
@@ -553,8 +555,9 @@ const char* kRunUsage =
     "[--heads H] [--page-size P] [--causal] [--mixed] [--separate]: B requests of N cached rows each\n"
     "(--mixed: lengths in [N/64, N]), S query tokens, on random pages of a combined 576-wide cache\n"
     "(--separate: four tensors). --check runs the op's input check (mla_check_inputs), then verifies\n"
-    "against the CPU reference; --no-time skips timing (for compute-sanitizer); --explain prints the\n"
-    "plan. A tiling the shape cannot run exits 2 with the reason.\n\n"
+    "against the CPU reference; --no-time skips timing (for compute-sanitizer: without --check the\n"
+    "kernel still runs once, its errors reported, nothing compared); --explain prints the plan. A\n"
+    "tiling the shape cannot run exits 2 with the reason.\n\n"
     "Profiling: --prof disabled|annotation|ncu, as for bench (--prof-kernel REGEX, --prof-skip N,\n"
     "--prof-count N); --warm-l2 as for bench. Results are appended to --out DIR (default out/) as\n"
     "JSON lines and CSV.\n\n"
