@@ -9,7 +9,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 SUITE   ?= dsa-contest
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 
-.PHONY: all deps configure build build-cli run test test-cpu test-gpu test-python sanitize \
+.PHONY: all deps configure build build-cli run test test-cpu test-gpu test-python sanitize scan-sass \
         flashinfer-bench fib-wheels clean
 
 all: build
@@ -47,6 +47,10 @@ test-python: build
 
 sanitize: build
 	@bash scripts/sanitize.sh $(BUILD)
+
+# The kernels' SASS scanned for forms that compile but fault (scripts/scan_sass.sh); no GPU needed.
+scan-sass: configure
+	@bash scripts/scan_sass.sh $(BUILD)
 
 # flashinfer-bench (docs/flashinfer-bench.md): the harness runs mlakit on the project's workloads.
 # Needs a GPU and the wheels of fib-wheels in .whl/; skips with the reason elsewhere.

@@ -8,13 +8,15 @@
 #   .deps/cli11/include/CLI/               CLI11 headers, from the pinned Debian package libcli11-dev
 #   .deps/nlohmann_json/include/nlohmann/  nlohmann/json headers, from the pinned Debian package nlohmann-json3-dev
 #   .deps/nvml/include/nvml.h              NVML's header, from the pinned nvidia-nvml-dev wheel
+#   .deps/nvdisasm/bin/nvdisasm            (only when named) the SASS disassembler of
+#                                          scripts/scan_sass.sh, from the pinned nvidia-cuda-nvdisasm wheel
 #
 # CLI11 (the CLI's arguments), nlohmann/json (every JSON file) and nvml.h (the NVML loader's
 # declarations) are exposed to CMake as mlakit::cli11, mlakit::nlohmann_json, mlakit::nvml_headers.
 #
 #   scripts/bootstrap.sh                   everything above
 #   scripts/bootstrap.sh cutlass ...       only the named parts (cutlass googletest nanobind pytest
-#                                          cli11 nlohmann_json nvml); what CMake runs when a
+#                                          cli11 nlohmann_json nvml, or the optional nvdisasm); what CMake runs when a
 #                                          configure (`pip install .` included) finds .deps/ empty
 #
 # A machine without a registry (the GPU machine) must receive a filled .deps/ with the tree.
@@ -23,6 +25,7 @@ cd "$(dirname "$0")/.."
 DEPS=.deps
 mkdir -p "$DEPS"
 PARTS=(cutlass googletest nanobind pytest cli11 nlohmann_json nvml)
+OPTIONAL_PARTS=(nvdisasm)  # fetched only when named
 
 CUTLASS_VERSION=4.2.0.0
 CUTLASS_WHEEL=nvidia_cutlass-${CUTLASS_VERSION}-py3-none-any.whl
@@ -38,6 +41,11 @@ JSON_SHA256=ec57940def6b6186c30be0e0ee81d1e58f86d11a54a145b28686a1e3e4aae801
 NVML_VERSION=13.0.87
 NVML_WHEEL=nvidia_nvml_dev-${NVML_VERSION}-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 NVML_SHA256=082871368275cf6620fc900f55d8eaf2563b263a38a00a5168e9650bce963ba1
+
+# nvdisasm of CUDA 13 (reads the cubins nvcc 13.0 writes), for scripts/scan_sass.sh.
+NVDISASM_VERSION=13.5.37
+NVDISASM_WHEEL=nvidia_cuda_nvdisasm-${NVDISASM_VERSION}-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+NVDISASM_SHA256=d3fdbdd49fa53e2e4aacd3db8259d052bd2b049ececdcb69e92e083c6728e7ca
 
 say() { echo "[bootstrap] $*"; }
 fail() {
@@ -195,11 +203,40 @@ PY
   rm -rf "$tmp"
 }
 
+fetch_nvdisasm() {
+  [ -x "$DEPS/nvdisasm/bin/nvdisasm" ] && return 0
+  say "fetching nvdisasm (nvidia-cuda-nvdisasm==$NVDISASM_VERSION)"
+  local tmp
+  tmp=$(mktemp -d)
+  if download_wheel "nvidia-cuda-nvdisasm==$NVDISASM_VERSION" "$tmp" "$NVDISASM_WHEEL" "$NVDISASM_SHA256" &&
+     python3 - "$tmp/$NVDISASM_WHEEL" "$tmp/nvdisasm" <<'PY'
+import sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    names = [n for n in z.namelist() if n.endswith("/bin/nvdisasm")]
+    if len(names) != 1:
+        sys.exit("expected one bin/nvdisasm in the wheel, found %d" % len(names))
+    with open(dest, "wb") as f:
+        f.write(z.read(names[0]))
+PY
+  then
+    rm -rf "$DEPS/nvdisasm"
+    mkdir -p "$DEPS/nvdisasm/bin"
+    mv "$tmp/nvdisasm" "$DEPS/nvdisasm/bin/nvdisasm"
+    chmod +x "$DEPS/nvdisasm/bin/nvdisasm"
+    echo "$NVDISASM_VERSION" >"$DEPS/nvdisasm/VERSION"
+  else
+    rm -rf "$tmp"
+    fail "nvdisasm could not be fetched (message above)." "$no_registry_hint"
+  fi
+  rm -rf "$tmp"
+}
+
 selected=("$@")
 [ ${#selected[@]} -eq 0 ] && selected=("${PARTS[@]}")
 for part in "${selected[@]}"; do
-  case " ${PARTS[*]} " in
+  case " ${PARTS[*]} ${OPTIONAL_PARTS[*]} " in
     *" $part "*) "fetch_$part" ;;
-    *) fail "unknown part '$part'." "Known parts: ${PARTS[*]}." ;;
+    *) fail "unknown part '$part'." "Known parts: ${PARTS[*]} ${OPTIONAL_PARTS[*]}." ;;
   esac
 done
