@@ -97,3 +97,15 @@ def test_the_ci_build_log_check_flags_third_party_warnings_only(tmp_path):
     r = subprocess.run(["bash", str(script), str(noisy)], capture_output=True, text=True)
     assert r.returncode == 1
     assert "2 compiler warnings from third-party code" in r.stdout + r.stderr
+
+
+def test_make_scan_sass_runs_the_scanner_on_the_build(tmp_path):
+    lines = make_dry_run("scan-sass", tmp_path / "b")
+    assert f"bash scripts/scan_sass.sh {tmp_path / 'b'}" in lines
+
+
+def test_the_sass_scan_names_a_build_it_cannot_read(tmp_path):
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "scan_sass.sh"), str(tmp_path / "none")], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert f"{tmp_path / 'none'}/build.ninja not found" in r.stderr
