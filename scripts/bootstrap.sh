@@ -175,61 +175,47 @@ fetch_nlohmann_json() {
   fetch_deb_headers nlohmann_json nlohmann-json3-dev "$JSON_VERSION" "$JSON_SHA256" nlohmann/json.hpp
 }
 
-fetch_nvml() {
-  [ -f "$DEPS/nvml/include/nvml.h" ] && return 0
-  say "fetching nvml.h (nvidia-nvml-dev==$NVML_VERSION)"
+# One file of a pinned wheel into .deps/: the member ending in `suffix` (exactly one) goes to
+# $DEPS/<part>/<path>, with VERSION beside it.
+fetch_wheel_file() {  # part, pip spec, version, wheel file, sha256, member suffix, path under the part
+  local part=$1 spec=$2 version=$3 wheel=$4 sha=$5 suffix=$6 path=$7
+  say "fetching $(basename "$path") ($spec)"
   local tmp
   tmp=$(mktemp -d)
-  if download_wheel "nvidia-nvml-dev==$NVML_VERSION" "$tmp" "$NVML_WHEEL" "$NVML_SHA256" &&
-     python3 - "$tmp/$NVML_WHEEL" "$tmp/nvml.h" <<'PY'
+  if download_wheel "$spec" "$tmp" "$wheel" "$sha" &&
+     python3 - "$tmp/$wheel" "$tmp/file" "$suffix" <<'PY'
 import sys, zipfile
-wheel, dest = sys.argv[1], sys.argv[2]
+wheel, dest, suffix = sys.argv[1], sys.argv[2], sys.argv[3]
 with zipfile.ZipFile(wheel) as z:
-    names = [n for n in z.namelist() if n.endswith("/include/nvml.h")]
+    names = [n for n in z.namelist() if n.endswith(suffix)]
     if len(names) != 1:
-        sys.exit("expected one include/nvml.h in the wheel, found %d" % len(names))
+        sys.exit("expected one %s in the wheel, found %d" % (suffix.lstrip("/"), len(names)))
     with open(dest, "wb") as f:
         f.write(z.read(names[0]))
 PY
   then
-    rm -rf "$DEPS/nvml"
-    mkdir -p "$DEPS/nvml/include"
-    mv "$tmp/nvml.h" "$DEPS/nvml/include/nvml.h"
-    echo "$NVML_VERSION" >"$DEPS/nvml/VERSION"
+    rm -rf "${DEPS:?}/$part"
+    mkdir -p "$(dirname "$DEPS/$part/$path")"
+    mv "$tmp/file" "$DEPS/$part/$path"
+    echo "$version" >"$DEPS/$part/VERSION"
   else
     rm -rf "$tmp"
-    fail "nvml.h could not be fetched (message above)." "$no_registry_hint"
+    fail "$(basename "$path") could not be fetched (message above)." "$no_registry_hint"
   fi
   rm -rf "$tmp"
 }
 
+fetch_nvml() {
+  [ -f "$DEPS/nvml/include/nvml.h" ] && return 0
+  fetch_wheel_file nvml "nvidia-nvml-dev==$NVML_VERSION" "$NVML_VERSION" "$NVML_WHEEL" "$NVML_SHA256" \
+    /include/nvml.h include/nvml.h
+}
+
 fetch_nvdisasm() {
   [ -x "$DEPS/nvdisasm/bin/nvdisasm" ] && return 0
-  say "fetching nvdisasm (nvidia-cuda-nvdisasm==$NVDISASM_VERSION)"
-  local tmp
-  tmp=$(mktemp -d)
-  if download_wheel "nvidia-cuda-nvdisasm==$NVDISASM_VERSION" "$tmp" "$NVDISASM_WHEEL" "$NVDISASM_SHA256" &&
-     python3 - "$tmp/$NVDISASM_WHEEL" "$tmp/nvdisasm" <<'PY'
-import sys, zipfile
-wheel, dest = sys.argv[1], sys.argv[2]
-with zipfile.ZipFile(wheel) as z:
-    names = [n for n in z.namelist() if n.endswith("/bin/nvdisasm")]
-    if len(names) != 1:
-        sys.exit("expected one bin/nvdisasm in the wheel, found %d" % len(names))
-    with open(dest, "wb") as f:
-        f.write(z.read(names[0]))
-PY
-  then
-    rm -rf "$DEPS/nvdisasm"
-    mkdir -p "$DEPS/nvdisasm/bin"
-    mv "$tmp/nvdisasm" "$DEPS/nvdisasm/bin/nvdisasm"
-    chmod +x "$DEPS/nvdisasm/bin/nvdisasm"
-    echo "$NVDISASM_VERSION" >"$DEPS/nvdisasm/VERSION"
-  else
-    rm -rf "$tmp"
-    fail "nvdisasm could not be fetched (message above)." "$no_registry_hint"
-  fi
-  rm -rf "$tmp"
+  fetch_wheel_file nvdisasm "nvidia-cuda-nvdisasm==$NVDISASM_VERSION" "$NVDISASM_VERSION" "$NVDISASM_WHEEL" \
+    "$NVDISASM_SHA256" /bin/nvdisasm bin/nvdisasm
+  chmod +x "$DEPS/nvdisasm/bin/nvdisasm"
 }
 
 selected=("$@")
