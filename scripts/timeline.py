@@ -54,6 +54,9 @@ PHASES_MLA = [
     ("sync", "stored", "met"),                # the CTA barrier after its pieces
     ("merge", "met", "merged"),               # its split items waited for and merged
     ("mwait", "met", "merge_loaded"),         # ... of which: until every piece of its last split item arrived
+    ("q_walk", "sliced", "fill_start"),       # producer warp 0 reached the first Q a producer loads
+    ("q_issue", "fill_start", "fill_copied"),  # ... and issued its copies
+    ("stage1", "sliced", "issued"),           # the CTA's second ring stage requested
 ]
 
 # Slots --when does not convert: values, and the start and stop it reads from %globaltimer.

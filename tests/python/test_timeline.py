@@ -73,16 +73,17 @@ def test_a_group_that_does_not_divide_the_launches_is_an_error(tmp_path):
 @pytest.mark.parametrize("kernel", ["mla_decode.v1_paged", "mla_decode.v1_paged.m64"])
 def test_mla_launches_get_the_schedule_phases(tmp_path, capsys, kernel):
     worked = [cta(1000, sliced=4000, q_ready=7000, stored=14000, met=14200, merge_loaded=15000, merged=21000,
-                  stop=21100)]
+                  stop=21100, fill_start=4300, fill_copied=6300, issued=4900)]
     path = tmp_path / "tl.txt"
     write(path, [worked], kernel=kernel)
     s = timeline.summary(timeline.read(path)[0])
     assert (s["sched"], s["to_q"], s["work"], s["sync"], s["merge"]) == (4000, 3000, 7000, 200, 6800)
     assert s["mwait"] == 800  # until every piece of the split item arrived
+    assert (s["q_walk"], s["q_issue"], s["stage1"]) == (300, 2000, 900)  # the producers' side
     sys.argv = ["timeline.py", str(path)]
     timeline.main()
     head = capsys.readouterr().out.splitlines()[0].split()
-    assert head[5:] == ["sched", "to_q", "work", "sync", "merge", "mwait"]
+    assert head[5:] == ["sched", "to_q", "work", "sync", "merge", "mwait", "q_walk", "q_issue", "stage1"]
 
 
 def test_when_puts_every_stamp_on_the_launch_clock(tmp_path, capsys):

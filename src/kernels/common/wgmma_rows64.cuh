@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "kernels/common/async_pipe.cuh"
+#include "kernels/common/gather.cuh"
 #include "kernels/common/mma.cuh"
 #include "kernels/common/rows64_layout.h"
 #include "kernels/common/softmax.cuh"
@@ -97,17 +98,31 @@ struct RowPtrs {
 
 // One warp: rows `row0`, `row0 + step`, ... (< rows_end) of a swizzled run of blocks, each from
 // the ckv / kpe pointers `src(row)` gives; lane L moves chunks L and 32 + L of ckv, L < 8 chunk L
-// of kpe. Rows the predicate rejects get zeros (nothing is read).
-template <class Src>
-__device__ __forceinline__ void copy_rows(uint8_t* dst, int block_bytes, int row0, int rows_end, int step, Src&& src,
-                                          uint64_t policy) {
+// of kpe. Rows the predicate rejects get zeros (nothing is read). `copy(dst, src, valid)` issues
+// one 16-byte chunk.
+template <class Src, class Copy>
+__device__ __forceinline__ void copy_rows_by(uint8_t* dst, int block_bytes, int row0, int rows_end, int step, Src&& src,
+                                             Copy&& copy) {
   const int lane = threadIdx.x % 32;
   for (int r = row0; r < rows_end; r += step) {
     const auto [ckv, kpe, valid] = src(r);
-    cp_async_16_hint(dst + chunk_offset(r, lane, block_bytes), ckv + lane * 8, valid, policy);
-    cp_async_16_hint(dst + chunk_offset(r, 32 + lane, block_bytes), ckv + 256 + lane * 8, valid, policy);
-    if (lane < 8) cp_async_16_hint(dst + chunk_offset(r, 64 + lane, block_bytes), kpe + lane * 8, valid, policy);
+    copy(dst + chunk_offset(r, lane, block_bytes), ckv + lane * 8, valid);
+    copy(dst + chunk_offset(r, 32 + lane, block_bytes), ckv + 256 + lane * 8, valid);
+    if (lane < 8) copy(dst + chunk_offset(r, 64 + lane, block_bytes), kpe + lane * 8, valid);
   }
+}
+// ... by cp.async under the L2 cache policy `policy`.
+template <class Src>
+__device__ __forceinline__ void copy_rows(uint8_t* dst, int block_bytes, int row0, int rows_end, int step, Src&& src,
+                                          uint64_t policy) {
+  copy_rows_by(dst, block_bytes, row0, rows_end, step, src,
+               [&](void* d, const void* g, bool valid) { cp_async_16_hint(d, g, valid, policy); });
+}
+// ... by cp.async with no cache hint.
+template <class Src>
+__device__ __forceinline__ void copy_rows(uint8_t* dst, int block_bytes, int row0, int rows_end, int step, Src&& src) {
+  copy_rows_by(dst, block_bytes, row0, rows_end, step, src,
+               [](void* d, const void* g, bool valid) { cp_async_16(d, g, valid); });
 }
 
 // Softmax state of the lane's two rows (16 warp + g and + 8 of the 64).

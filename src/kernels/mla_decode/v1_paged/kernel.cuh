@@ -96,8 +96,10 @@ __device__ __forceinline__ int piece_stages(int count) {
 // rows (warp 0, once the consumers released the previous Q: load_q(b), then an arrival on q_full
 // when its cp.async land) and its share of the ring stages (stage i: warp i % Producers), in the
 // order the consumers take them: fill(b, first row, rows, buffer, the piece's end row) once the
-// buffer is free (rows 0 for a padding stage).
-template <int Stages, int Producers, int Pad = 1, class Smem, class G, class LoadQ, class Fill>
+// buffer is free (rows 0 for a padding stage). kFirstQByConsumers: the consumers load the first
+// item's Q themselves (warp 0 loads the later items' only).
+template <int Stages, int Producers, int Pad = 1, bool kFirstQByConsumers = false, class Smem, class G, class LoadQ,
+          class Fill>
 __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Range& r, const G& g, int pw,
                                             LoadQ&& load_q, Fill&& fill) {
   int64_t stage = 0;  // ring stages of this CTA so far
@@ -107,9 +109,12 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
     const Piece pc = piece_of(p, r, g.qpos, b, unit);
     unit += pc.units;
     if (pc.count == 0) continue;
-    if (pw == 0) {
+    if (pw == 0 && !(kFirstQByConsumers && items == 0)) {
+      // Stamps of the first item's Q (lane 0 of producer warp 0): walk reached, copies issued.
+      MLAKIT_STAMP(items == 0 && threadIdx.x % 32 == 0, kFillStart);
       mbar_wait(&s.q_empty, (items & 1) ^ 1);
       load_q(b);
+      MLAKIT_STAMP(items == 0 && threadIdx.x % 32 == 0, kFillCopied);
       cp_async_arrive_on(&s.q_full);
     }
     ++items;
@@ -119,6 +124,8 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
       const int buf = int(stage % Stages);
       mbar_wait(&s.empty[buf], uint32_t((stage / Stages) & 1) ^ 1);
       fill(b, pc.begin + k * kStageRows, max(0, min(kStageRows, pc.count - k * kStageRows)), buf, pc.begin + pc.count);
+      // The CTA's second stage (producer warp 1's first) requested.
+      MLAKIT_STAMP(stage == 1 && threadIdx.x % 32 == 0, kIssued);
     }
   }
 }
@@ -254,10 +261,15 @@ __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g
   }
 }
 
+struct NoFirstQ {
+  __device__ void operator()(int) const {}
+};
+
 // The gather floor's consumers: the same hand-offs (Q, every ring stage) with no math and no
-// output, so the producers stream exactly the rows the kernel reads.
-template <int Stages, int Pad = 1, class Smem, class G>
-__device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const G& g) {
+// output, so the producers stream exactly the rows the kernel reads. kFirstQByConsumers: the
+// first item's Q is theirs to load (first_q(b), as walk_pieces's flag of the same name).
+template <int Stages, int Pad = 1, bool kFirstQByConsumers = false, class Smem, class G, class FirstQ = NoFirstQ>
+__device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const G& g, FirstQ&& first_q = {}) {
   int64_t stage = 0;
   int items = 0;
   int64_t unit = r.first_unit;
@@ -265,7 +277,8 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
     const Piece pc = piece_of(p, r, g.qpos, b, unit);
     unit += pc.units;
     if (pc.count == 0) continue;
-    mbar_wait(&s.q_full, uint32_t(items & 1));
+    if (kFirstQByConsumers && items == 0) first_q(b);
+    else mbar_wait(&s.q_full, uint32_t((items - int(kFirstQByConsumers)) & 1));
     mbar_arrive(&s.q_empty);
     ++items;
     const int stages = piece_stages<Pad>(pc.count);

@@ -14,9 +14,10 @@
 //   neither copied nor computed) and the lockstep pair (o0: both warpgroups on each tile of two
 //   consecutive stages, S halves).
 //   warps 8-11: producers, one warpgroup (its registers lowered by setmaxnreg for the consumers'
-//   64 x 256 fp32 accumulators). Warp 0 of them loads each item's Q (64 rows x 576, 16-byte
-//   cp.async into 9 swizzled blocks) once the consumers' last QK of the previous item is done;
-//   stage i goes to warp i % 4. Gather 3 (pages of a multiple of 32 rows): a whole stage is 32
+//   64 x 256 fp32 accumulators). Q of an item is 64 rows x 576, 16-byte cp.async into 9 swizzled
+//   blocks: the CTA's first item's by the 256 consumer threads at their start (8 rows per warp;
+//   one warp issuing all 64 rows took ~10 us, the devlog's run 42), every later item's by warp 0
+//   once the consumers' last QK of the previous item is done; stage i goes to warp i % 4. Gather 3 (pages of a multiple of 32 rows): a whole stage is 32
 //   rows of one page, 9 tensor-map boxes of 64 dims x 32 rows that the copy engine writes in the
 //   swizzle, issued by one lane. Otherwise (gather 2, a stage cut short by the piece's end, a page
 //   id outside the cache): the page of each row from block_table per lane, then 32 rows by 16-byte
@@ -64,18 +65,31 @@ __device__ __forceinline__ Group group_of(const Params& p, int index) {
 
 // ---- producers -------------------------------------------------------------------------------
 
-// Warp-wide: Q rows of item b into the swizzled Q blocks; rows past the group's are zeros.
-__device__ inline void load_q(const Params& p, SmemPlan& s, const Group& g, int b) {
+// Warp-wide: Q rows row0, row0 + step, ... of item b into the swizzled Q blocks; rows past the
+// group's are zeros. No cache hint (the default policy is evict-normal, what Q wants).
+__device__ inline void load_q(const Params& p, SmemPlan& s, const Group& g, int b, int row0, int step) {
   const MlaTensors& x = p.io;
   const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + b * x.q_nope_stride_b;
   const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + b * x.q_pe_stride_b;
-  copy_rows(s.q, kQBlockBytes, 0, kRows, 1,
-            [&](int m) {
-              const int f = g.f0 + (m < g.n ? m : 0), i = f / p.heads, h = f % p.heads;
-              return RowPtrs{q_nope + i * x.q_nope_stride_s + h * x.q_nope_stride_h,
-                             q_pe + i * x.q_pe_stride_s + h * x.q_pe_stride_h, m < g.n};
-            },
-            l2_policy(L2Evict::kNormal));
+  copy_rows(s.q, kQBlockBytes, row0, kRows, step, [&](int m) {
+    const int f = g.f0 + (m < g.n ? m : 0), i = f / p.heads, h = f % p.heads;
+    return RowPtrs{q_nope + i * x.q_nope_stride_s + h * x.q_nope_stride_h,
+                   q_pe + i * x.q_pe_stride_s + h * x.q_pe_stride_h, m < g.n};
+  });
+}
+
+// The 256 consumer threads: the copies of the CTA's first item's Q (8 rows per warp), issued at
+// the consumers' start rather than behind one producer warp's walk (devlog run 42).
+__device__ inline void issue_first_q(const Params& p, SmemPlan& s, const Group& g, int b) {
+  load_q(p, s, g, b, threadIdx.x / 32, kConsumerThreads / 32);
+}
+// ... and landed, visible to wgmma, when this returns.
+__device__ inline void load_first_q(const Params& p, SmemPlan& s, const Group& g, int b) {
+  issue_first_q(p, s, g, b);
+  cp_async_commit();
+  cp_async_wait<0>();
+  fence_async_smem();
+  pair_sync();
 }
 
 // The ring's stage `buf` and the stride of its 64-dim blocks. Lockstep pair: stage after stage,
@@ -143,8 +157,8 @@ template <bool kSeesaw>
 __device__ inline void produce(const Params& p, SmemPlan& s, const Range& r, const Group& g, int pw) {
   const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
   constexpr int kStride = kStageBlockStride<kSeesaw>;
-  walk_pieces<kStages, kProducers, kPiecePad<kSeesaw>>(
-      p, s, r, g, pw, [&](int b) { load_q(p, s, g, b); },
+  walk_pieces<kStages, kProducers, kPiecePad<kSeesaw>, true>(
+      p, s, r, g, pw, [&](int b) { load_q(p, s, g, b, 0, 1); },
       [&](int b, int first, int rows, int buf, int end) {
         uint8_t* dst = stage_at<kSeesaw>(s, buf);
         // A whole padding tile (the seesaw's tile B past the piece's rows): nothing to copy, the
@@ -238,22 +252,30 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
     float o[128] = {};
     float l_total[2] = {0.f, 0.f};
     if (pc.count > 0) {
+      if (items == 0) issue_first_q(p, s, g, b);  // before anything else: Q is the first tile's
       int seen[2];
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
         const int m = wg_warp() * 16 + lane / 4 + 8 * k;
         seen[k] = m < g.n ? visible_rows(p, b, (g.f0 + m) / p.heads) : 0;
       }
+      if (items == 0) {
+        cp_async_commit();
+        cp_async_wait<0>();
+        MLAKIT_STAMP(threadIdx.x == 0, kQReady);  // the first item's Q rows of consumer warp 0 landed
 #ifdef MLAKIT_TIMELINE
-      if (items == 0 && threadIdx.x == 32) {  // the first tile's two stages landed, apart from Q
-        mbar_wait(&s.full[0], 0);             // (waiting on a phase consumes nothing)
-        mbar_wait(&s.full[1], 0);
-        MLAKIT_STAMP(true, kFirstTile);
-      }
+        if (threadIdx.x == 32) {     // the first tile's two stages landed, apart from Q
+          mbar_wait(&s.full[0], 0);  // (waiting on a phase consumes nothing; the tile's own
+          mbar_wait(&s.full[1], 0);  // waits follow at once, so this delays nothing)
+          MLAKIT_STAMP(true, kFirstTile);
+        }
 #endif
-      mbar_wait(&s.q_full, uint32_t(items & 1));
-      fence_async_smem();  // cp.async wrote Q; wgmma reads it
-      MLAKIT_STAMP(items == 0 && threadIdx.x == 0, kQReady);  // the first item's Q in shared memory
+        fence_async_smem();  // cp.async wrote Q; wgmma (the async proxy) reads it
+        pair_sync();         // every consumer warp's rows are in
+      } else {
+        mbar_wait(&s.q_full, uint32_t((items - 1) & 1));
+        fence_async_smem();  // cp.async wrote Q; wgmma reads it
+      }
       ++items;
       if constexpr (kSeesaw) consume_piece_seesaw(s, pc.begin, pc.count, seen, stage, p.scale_log2, st, o);
       else consume_piece(s, pc.begin, pc.count, seen, stage, p.scale_log2, st, o);
@@ -307,7 +329,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   }
   set_max_registers<kConsumerRegs, true>();
   if constexpr (!kMath) {
-    mla_v1::consume_no_math<kStages, kPiecePad<kSeesaw>>(p, s, r, g);
+    mla_v1::consume_no_math<kStages, kPiecePad<kSeesaw>, true>(p, s, r, g,
+                                                               [&](int b) { load_first_q(p, s, g, b); });
   } else {
     consume<kSeesaw>(p, s, r, g);
     MLAKIT_STAMP(threadIdx.x == 0, kStored);  // every piece computed, stored or published
