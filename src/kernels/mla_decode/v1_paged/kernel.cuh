@@ -130,21 +130,41 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
   }
 }
 
+// Warp-wide: Q rows (heads) head0, head0 + step, ... of the group's head block of request b into
+// `dst` (one row per head, kKvPitch apart), by 16-byte cp.async without a cache hint (the default
+// policy is evict-normal, what Q wants).
+__device__ inline void load_q(const Params& p, const Group& g, int b, uint16_t* dst, int head0, int step) {
+  const MlaTensors& x = p.io;
+  const int h = g.hblock * kHeadBlock, lane = threadIdx.x % 32;
+  const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + b * x.q_nope_stride_b + g.qpos * x.q_nope_stride_s +
+                       h * x.q_nope_stride_h;
+  const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + b * x.q_pe_stride_b + g.qpos * x.q_pe_stride_s +
+                     h * x.q_pe_stride_h;
+  for (int k = head0; k < kHeadBlock; k += step) {
+    uint16_t* row = dst + k * dsa_ring::kKvPitch;
+    const uint16_t* nope = q_nope + k * x.q_nope_stride_h;
+    cp_async_16(row + lane * 8, nope + lane * 8, true);
+    cp_async_16(row + kDimV / 2 + lane * 8, nope + kDimV / 2 + lane * 8, true);
+    if (lane < kDimR / 8) cp_async_16(row + kDimV + lane * 8, q_pe + k * x.q_pe_stride_h + lane * 8, true);
+  }
+}
+
+// The consumer warps: the CTA's first item's Q (warp w: heads w, w + 4, ...), landed and visible
+// to every consumer thread when this returns. Issued at the consumers' start rather than behind
+// producer warp 0's walk: one warp issuing a whole Q is slow (the devlog's runs 42 and 43).
+template <class Smem>
+__device__ inline void load_first_q(const Params& p, Smem& s, const Group& g, int b) {
+  load_q(p, g, b, s.q, threadIdx.x / 32, kConsumerWarps);
+  cp_async_commit();
+  cp_async_wait<0>();
+  dsa_v2::consumer_sync();
+}
+
 template <int Stages, int Producers, class Smem>
 __device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g, int pw) {
   const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
-  const MlaTensors& x = p.io;
-  walk_pieces<Stages, Producers>(
-      p, s, r, g, pw,
-      [&](int b) {
-        const int h = g.hblock * kHeadBlock;
-        dsa_ring::load_query(static_cast<const uint16_t*>(x.q_nope) + b * x.q_nope_stride_b +
-                                 g.qpos * x.q_nope_stride_s + h * x.q_nope_stride_h,
-                             x.q_nope_stride_h,
-                             static_cast<const uint16_t*>(x.q_pe) + b * x.q_pe_stride_b + g.qpos * x.q_pe_stride_s +
-                                 h * x.q_pe_stride_h,
-                             x.q_pe_stride_h, kHeadBlock, s.q);
-      },
+  walk_pieces<Stages, Producers, 1, true>(
+      p, s, r, g, pw, [&](int b) { load_q(p, g, b, s.q, 0, 1); },
       [&](int b, int first, int rows, int buf, int) { fill_stage(p, b, first, rows, s.ring[buf], &s.full[buf], policy); });
 }
 
@@ -243,7 +263,8 @@ __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g
     float l_total[2] = {0.f, 0.f};
     if (pc.count > 0) {
       uint32_t qa[dsa_v2::kQkSteps][4];
-      mbar_wait(&s.q_full, uint32_t(items & 1));
+      if (items == 0) load_first_q(p, s, g, b);
+      else mbar_wait(&s.q_full, uint32_t((items - 1) & 1));
       dsa_v2::load_q_fragments(s.q, qa);
       mbar_arrive(&s.q_empty);
       MLAKIT_STAMP(items == 0 && threadIdx.x == 0, kQReady);  // the first item's Q in registers
@@ -410,7 +431,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   const int warp = threadIdx.x / 32;
   if (warp >= kConsumerWarps) produce<Stages, Producers>(p, s, r, g, warp - kConsumerWarps);
   else if constexpr (kMath) consume<Stages>(p, s, r, g);
-  else consume_no_math<Stages>(p, s, r, g);
+  else consume_no_math<Stages, 1, true>(p, s, r, g, [&](int b) { load_first_q(p, s, g, b); });
   MLAKIT_STAMP(threadIdx.x == 0, kStored);  // every piece computed, stored or published
   if constexpr (!kMath) return;
   __syncthreads();  // every piece of this CTA is published; the ring is free
