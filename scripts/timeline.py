@@ -14,7 +14,9 @@ phase in SM cycles, and the in-kernel span (first CTA start to last CTA stop, %g
 A bench run launches a workload several times (verification off: warm-up + iterations + the
 planning launch), so --group N keeps the last launch of every N. --when prints, instead, each
 stamp's spread over the CTAs on the %globaltimer axis (clock stamps converted at the launch's
-measured clock rate): the skew between CTAs that the medians hide.
+measured clock rate): the skew between CTAs that the medians hide. --by-sm STAMP prints how far
+apart the CTAs reach one stamp in each kept launch, each SM's mean, and whether the same SMs are
+late in every launch (the correlation of the SMs' means over two halves of the launches).
 """
 import argparse
 import statistics
@@ -102,6 +104,20 @@ def summary(launch):
     return out
 
 
+def stamp_times(launch, name):
+    """(SM, ns after the launch's first CTA start) of every CTA that stamped clock stamp `name`,
+    converted at the launch's measured clock rate (that of every CTA when none ran 2 us; 1 cycle
+    per ns if none ran at all)."""
+    ran = [c for c in launch["ctas"] if c[SLOTS["start_ns"]]]
+    ghz = summary(launch)["ghz"]
+    if ghz != ghz:
+        ghz = clock_rate(ran)
+        ghz = 1.0 if ghz != ghz else ghz
+    t0 = min(c[SLOTS["start_ns"]] for c in ran)
+    slot = SLOTS[name]
+    return [(c[SLOTS["sm"]], c[SLOTS["start_ns"]] - t0 + (c[slot] - c[SLOTS["start"]]) / ghz) for c in ran if c[slot]]
+
+
 def when(launch):
     """Each clock stamp on the %globaltimer axis: ns after the launch's first CTA start, as
     (stamp, CTAs that stamped it, min, median, p90, max), the CTAs' starts first, the stamps in
@@ -109,20 +125,44 @@ def when(launch):
     medians hide (for example how long after the median CTA's store the last piece of a split
     item arrives)."""
     ran = [c for c in launch["ctas"] if c[SLOTS["start_ns"]]]
-    ghz = summary(launch)["ghz"]
-    if ghz != ghz:  # no CTA ran 2 us: the rate of all of them (1 cycle per ns if none ran at all)
-        ghz = clock_rate(ran)
-        ghz = 1.0 if ghz != ghz else ghz
     t0 = min(c[SLOTS["start_ns"]] for c in ran)
 
     def spread(name, values):
         v = sorted(values)
         return (name, len(v), v[0], v[len(v) // 2], v[int(len(v) * 0.9)], v[-1])
 
-    stamps = [spread(name, [c[SLOTS["start_ns"]] - t0 + (c[slot] - c[SLOTS["start"]]) / ghz for c in ran if c[slot]])
+    stamps = [spread(name, [t for _, t in stamp_times(launch, name)])
               for name, slot in SLOTS.items() if name not in NOT_CLOCK_STAMPS and any(c[slot] for c in ran)]
     return ([spread("start", [c[SLOTS["start_ns"]] - t0 for c in ran])] + sorted(stamps, key=lambda r: r[3]) +
             [spread("stop", [c[SLOTS["stop_ns"]] - t0 for c in ran])])
+
+
+def by_sm(launches, name):
+    """How far apart the CTAs reach stamp `name`, and whether the same SMs are late every time: per
+    launch (first, median, last) in ns; each SM's mean over the launches; and the correlation of
+    the SMs' means over the first half of the launches with those over the second half (near 1: the
+    order is the SMs' own, not chance; None with fewer than two launches or SMs)."""
+    spreads, per_sm = [], {}
+    for launch in launches:
+        times = stamp_times(launch, name)
+        if not times:
+            continue
+        v = sorted(t for _, t in times)
+        spreads.append((v[0], v[len(v) // 2], v[-1]))
+        for sm, t in times:
+            per_sm.setdefault(sm, []).append(t)
+    means = {sm: statistics.mean(v) for sm, v in per_sm.items()}
+    halves = {sm: (statistics.mean(v[:len(v) // 2]), statistics.mean(v[len(v) // 2:]))
+              for sm, v in per_sm.items() if len(v) >= 2}
+    corr = None
+    if len(halves) >= 2:
+        a = [h[0] for h in halves.values()]
+        b = [h[1] for h in halves.values()]
+        ma, mb = statistics.mean(a), statistics.mean(b)
+        cov = sum((x - ma) * (y - mb) for x, y in zip(a, b))
+        va, vb = sum((x - ma) ** 2 for x in a), sum((y - mb) ** 2 for y in b)
+        corr = cov / (va * vb) ** 0.5 if va > 0 and vb > 0 else None
+    return spreads, means, corr
 
 
 def main():
@@ -131,11 +171,29 @@ def main():
     ap.add_argument("--group", type=int, default=1, help="launches per workload; the last of each is kept")
     ap.add_argument("--when", action="store_true",
                     help="each stamp's spread over the CTAs in ns after the launch's start, instead of phases")
+    ap.add_argument("--by-sm", metavar="STAMP",
+                    help="how far apart the CTAs reach STAMP (e.g. stored) over the kept launches, and "
+                         "whether the same SMs are late every time, instead of phases")
     args = ap.parse_args()
     launches = read(args.file)
     if args.group < 1 or len(launches) % args.group:
         sys.exit(f"{len(launches)} launches do not split into groups of {args.group}")
     kept = launches[args.group - 1::args.group]
+    if args.by_sm:
+        if args.by_sm not in SLOTS or args.by_sm in NOT_CLOCK_STAMPS:
+            sys.exit(f"--by-sm: {args.by_sm} is not a clock stamp")
+        spreads, means, corr = by_sm(kept, args.by_sm)
+        if not spreads:
+            sys.exit(f"--by-sm: no CTA stamped {args.by_sm}")
+        print(f"# {args.by_sm} over {len(spreads)} launches: us after the first CTA's start, first / median / last CTA")
+        for i, (lo, med, hi) in enumerate(spreads):
+            print(f"{i:>3} {lo / 1000:9.2f} {med / 1000:9.2f} {hi / 1000:9.2f}   last - median {(hi - med) / 1000:.2f}")
+        order = sorted(means, key=lambda sm: means[sm])
+        print("# per-SM mean, us: earliest " + ", ".join(f"{sm}: {means[sm] / 1000:.2f}" for sm in order[:6]))
+        print("#                  latest   " + ", ".join(f"{sm}: {means[sm] / 1000:.2f}" for sm in order[-6:]))
+        print("# the SMs' order, first half of the launches against the second: correlation " +
+              ("-" if corr is None else f"{corr:.2f}"))
+        return
     if args.when:
         for i, launch in enumerate(kept):
             print(f"# {i} {launch['kernel']}: ns after the first CTA's start (min / median / p90 / max over the CTAs)")

@@ -107,3 +107,36 @@ def test_when_puts_every_stamp_on_the_launch_clock(tmp_path, capsys):
     timeline.main()
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("# 0 mla_decode.v1_paged") and out[1].split()[0] == "start" and out[-1].split()[0] == "stop"
+
+
+def test_by_sm_finds_the_same_sms_late_in_every_launch(tmp_path, capsys):
+    """--by-sm: per launch the spread of one stamp over the CTAs, each SM's mean, and the
+    correlation of the SMs' order over two halves of the launches (here SM 7 is always last and
+    SM 3 always first: correlation 1)."""
+    def launch(order):  # CTA c on SM sm stores at 1000 x its rank in `order`
+        ctas = []
+        for rank, sm in enumerate(order):
+            row = cta(100, stored=1000 * (rank + 1), stop=6000)
+            row[timeline.SLOTS["sm"]] = sm
+            ctas.append(row)
+        return ctas
+    path = tmp_path / "tl.txt"
+    write(path, [launch([3, 5, 7]), launch([3, 5, 7]), launch([3, 5, 7]), launch([3, 5, 7])],
+          kernel="mla_decode.v1_paged")
+    spreads, means, corr = timeline.by_sm(timeline.read(path), "stored")
+    assert spreads == [(1000, 2000, 3000)] * 4
+    assert means == {3: 1000, 5: 2000, 7: 3000}
+    assert corr == pytest.approx(1.0)
+    sys.argv = ["timeline.py", str(path), "--by-sm", "stored"]
+    timeline.main()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("# stored over 4 launches") and "last - median 1.00" in out[1]
+    assert "earliest 3: 1.00" in out[5] and out[6].endswith("7: 3.00")
+    assert out[7].endswith("correlation 1.00")
+    # A value slot, or a stamp no CTA wrote, is an error naming the option.
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "timeline.py"), str(path), "--by-sm", "count"],
+                         capture_output=True, text=True)
+    assert run.returncode != 0 and "--by-sm: count is not a clock stamp" in run.stderr
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "timeline.py"), str(path), "--by-sm", "merged"],
+                         capture_output=True, text=True)
+    assert run.returncode != 0 and "--by-sm: no CTA stamped merged" in run.stderr
