@@ -110,11 +110,11 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
     unit += pc.units;
     if (pc.count == 0) continue;
     if (pw == 0 && !(kFirstQByConsumers && items == 0)) {
-      // Stamps of the first item's Q (lane 0 of producer warp 0): walk reached, copies issued.
-      MLAKIT_STAMP(items == 0 && threadIdx.x % 32 == 0, kFillStart);
+      // Stamps of the first Q this warp loads (lane 0): reached, copies issued.
+      MLAKIT_STAMP(items == int(kFirstQByConsumers) && threadIdx.x % 32 == 0, kFillStart);
       mbar_wait(&s.q_empty, (items & 1) ^ 1);
       load_q(b);
-      MLAKIT_STAMP(items == 0 && threadIdx.x % 32 == 0, kFillCopied);
+      MLAKIT_STAMP(items == int(kFirstQByConsumers) && threadIdx.x % 32 == 0, kFillCopied);
       cp_async_arrive_on(&s.q_full);
     }
     ++items;

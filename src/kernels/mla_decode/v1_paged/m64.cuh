@@ -17,12 +17,13 @@
 //   64 x 256 fp32 accumulators). Q of an item is 64 rows x 576, 16-byte cp.async into 9 swizzled
 //   blocks: the CTA's first item's by the 256 consumer threads at their start (8 rows per warp;
 //   one warp issuing all 64 rows took ~10 us, the devlog's run 42), every later item's by warp 0
-//   once the consumers' last QK of the previous item is done; stage i goes to warp i % 4. Gather 3 (pages of a multiple of 32 rows): a whole stage is 32
-//   rows of one page, 9 tensor-map boxes of 64 dims x 32 rows that the copy engine writes in the
-//   swizzle, issued by one lane. Otherwise (gather 2, a stage cut short by the piece's end, a page
-//   id outside the cache): the page of each row from block_table per lane, then 32 rows by 16-byte
-//   cp.async into the swizzled blocks (lane L: chunks L and 32 + L of ckv, L < 8: chunk L of kpe).
-//   Completion on the stage's mbarrier either way. Rows past the piece and rows of a page id
+//   once the consumers' last QK of the previous item is done; stage i goes to warp i % 4.
+//   Gather 3 (pages of a multiple of 32 rows): a whole stage is 32 rows of one page, 9 tensor-map
+//   boxes of 64 dims x 32 rows that the copy engine writes in the swizzle, issued by one lane.
+//   Otherwise (gather 2, a stage cut short by the piece's end, a page id outside the cache): the
+//   page of each row from block_table per lane, then 32 rows by 16-byte cp.async into the
+//   swizzled blocks (lane L: chunks L and 32 + L of ckv, L < 8: chunk L of kpe). Completion on
+//   the stage's mbarrier either way. Rows past the piece and rows of a page id
 //   outside the cache are zero-filled, never read.
 //   The end as the 16-row path (kernel.cuh), by the 256 consumer threads: every CTA holding a
 //   piece of a split item waits for the item and merges its share of the item's output chunks.
