@@ -93,13 +93,14 @@ __device__ __forceinline__ int piece_stages(int count) {
 }
 
 // Producer warp `pw`'s walk over the CTA's pieces, shared by both row paths: Q of each item with
-// rows (warp 0, once the consumers released the previous Q: load_q(b), then an arrival on q_full
-// when its cp.async land) and its share of the ring stages (stage i: warp i % Producers), in the
-// order the consumers take them: fill(b, first row, rows, buffer, the piece's end row) once the
-// buffer is free (rows 0 for a padding stage). kFirstQByConsumers: the consumers load the first
-// item's Q themselves (warp 0 loads the later items' only).
-template <int Stages, int Producers, int Pad = 1, bool kFirstQByConsumers = false, class Smem, class G, class LoadQ,
-          class Fill>
+// rows (warps 0..QWarps-1, once the consumers released the previous Q: load_q(b, pw), then an
+// arrival of each of their lanes on q_full when its cp.async land) and its share of the ring
+// stages (stage i: warp i % Producers), in the order the consumers take them: fill(b, first row,
+// rows, buffer, the piece's end row) once the buffer is free (rows 0 for a padding stage).
+// kFirstQByConsumers: the consumers load the first item's Q themselves (the producers the later
+// items' only).
+template <int Stages, int Producers, int Pad = 1, bool kFirstQByConsumers = false, int QWarps = 1, class Smem, class G,
+          class LoadQ, class Fill>
 __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Range& r, const G& g, int pw,
                                             LoadQ&& load_q, Fill&& fill) {
   int64_t stage = 0;  // ring stages of this CTA so far
@@ -109,12 +110,12 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
     const Piece pc = piece_of(p, r, g.qpos, b, unit);
     unit += pc.units;
     if (pc.count == 0) continue;
-    if (pw == 0 && !(kFirstQByConsumers && items == 0)) {
-      // Stamps of the first Q this warp loads (lane 0): reached, copies issued.
-      MLAKIT_STAMP(items == int(kFirstQByConsumers) && threadIdx.x % 32 == 0, kFillStart);
+    if (pw < QWarps && !(kFirstQByConsumers && items == 0)) {
+      // Stamps of the first Q the producers load (lane 0 of warp 0): reached, copies issued.
+      MLAKIT_STAMP(items == int(kFirstQByConsumers) && threadIdx.x % 128 == 0, kFillStart);
       mbar_wait(&s.q_empty, (items & 1) ^ 1);
-      load_q(b);
-      MLAKIT_STAMP(items == int(kFirstQByConsumers) && threadIdx.x % 32 == 0, kFillCopied);
+      load_q(b, pw);
+      MLAKIT_STAMP(items == int(kFirstQByConsumers) && threadIdx.x % 128 == 0, kFillCopied);
       cp_async_arrive_on(&s.q_full);
     }
     ++items;
@@ -164,7 +165,7 @@ template <int Stages, int Producers, class Smem>
 __device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g, int pw) {
   const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
   walk_pieces<Stages, Producers, 1, true>(
-      p, s, r, g, pw, [&](int b) { load_q(p, g, b, s.q, 0, 1); },
+      p, s, r, g, pw, [&](int b, int) { load_q(p, g, b, s.q, 0, 1); },
       [&](int b, int first, int rows, int buf, int) { fill_stage(p, b, first, rows, s.ring[buf], &s.full[buf], policy); });
 }
 

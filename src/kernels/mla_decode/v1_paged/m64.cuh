@@ -16,8 +16,9 @@
 //   warps 8-11: producers, one warpgroup (its registers lowered by setmaxnreg for the consumers'
 //   64 x 256 fp32 accumulators). Q of an item is 64 rows x 576, 16-byte cp.async into 9 swizzled
 //   blocks: the CTA's first item's by the 256 consumer threads at their start (8 rows per warp;
-//   one warp issuing all 64 rows took ~10 us, the devlog's run 42), every later item's by warp 0
-//   once the consumers' last QK of the previous item is done; stage i goes to warp i % 4.
+//   one warp issuing all 64 rows took ~10 us, the devlog's run 42), every later item's by the
+//   four producer warps (16 rows each, run 47) once the consumers' last QK of the previous item is
+//   done; stage i goes to warp i % 4.
 //   Gather 3 (pages of a multiple of 32 rows): a whole stage is 32 rows of one page, 9 tensor-map
 //   boxes of 64 dims x 32 rows that the copy engine writes in the swizzle, issued by one lane.
 //   Otherwise (gather 2, a stage cut short by the piece's end, a page id outside the cache): the
@@ -152,14 +153,15 @@ __device__ inline bool fill_stage_tma(const Params& p, int b, int first, uint8_t
 template <bool kSeesaw>
 constexpr int kPiecePad = kSeesaw ? 4 : 1;
 
-// Producer warp `pw`: Q of each item (warp 0) and its share of the ring stages (stage i: warp
-// i % 4), in the order the consumers take them.
+// Producer warp `pw`: rows pw, pw + 4, ... of each item's Q but the CTA's first (the consumers
+// load that one) and its share of the ring stages (stage i: warp i % 4), in the order the
+// consumers take them.
 template <bool kSeesaw>
 __device__ inline void produce(const Params& p, SmemPlan& s, const Range& r, const Group& g, int pw) {
   const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
   constexpr int kStride = kStageBlockStride<kSeesaw>;
-  walk_pieces<kStages, kProducers, kPiecePad<kSeesaw>, true>(
-      p, s, r, g, pw, [&](int b) { load_q(p, s, g, b, 0, 1); },
+  walk_pieces<kStages, kProducers, kPiecePad<kSeesaw>, true, kProducers>(
+      p, s, r, g, pw, [&](int b, int w) { load_q(p, s, g, b, w, kProducers); },
       [&](int b, int first, int rows, int buf, int end) {
         uint8_t* dst = stage_at<kSeesaw>(s, buf);
         // A whole padding tile (the seesaw's tile B past the piece's rows): nothing to copy, the
@@ -309,7 +311,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   if (threadIdx.x == 0) {
     for (auto& b : s.full) mbar_init(&b, 32);  // the filling warp's lanes
     for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);
-    mbar_init(&s.q_full, 32);                  // producer warp 0's lanes
+    mbar_init(&s.q_full, kProducers * 32);     // the producer warps' lanes
     mbar_init(&s.q_empty, kConsumerThreads);
     for (auto& b : s.hand) mbar_init(&b, rows64::kWgThreads);
     mbar_fence_init();
