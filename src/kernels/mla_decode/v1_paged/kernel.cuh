@@ -318,16 +318,20 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
 // the grid; partial slots of kSlotRows query rows), the loads of kMergeBatch pieces at a time (L2
 // latency per batch, not per piece). 16 at a time lost (the devlog's run 39).
 constexpr int kMergeBatch = 8;
-template <int kSlotRows>
+// The 16-row kernel's batch: 9. Its split requests often come in 8k + 1 pieces per lane (132 pieces
+// over 16 lanes at b = 1; 17 or 65 where a request's fixed unit tips it over), and a last batch of
+// one piece costs a whole L2 round trip (run 49).
+constexpr int kMergeBatchRows16 = 9;
+template <int kSlotRows, int kBatch>
 __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int64_t total, int gbase, int c,
                                    int first, int step) {
   const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
   ChunkMerge st;
-  for (int j0 = first; j0 < pc.pieces; j0 += kMergeBatch * step) {
-    float4 a[kMergeBatch], b[kMergeBatch];
-    float2 v[kMergeBatch];
+  for (int j0 = first; j0 < pc.pieces; j0 += kBatch * step) {
+    float4 a[kBatch], b[kBatch];
+    float2 v[kBatch];
 #pragma unroll
-    for (int u = 0; u < kMergeBatch; ++u) {  // all loads of the batch first
+    for (int u = 0; u < kBatch; ++u) {  // all loads of the batch first
       const int j = j0 + u * step;
       const bool in = j < pc.pieces;
       const int slot = slot_of_piece(pc, j, n, total);
@@ -338,7 +342,7 @@ __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int6
       v[u] = in ? __ldcg(p.part_ml + row) : float2{};
     }
 #pragma unroll
-    for (int u = 0; u < kMergeBatch; ++u) st.add(v[u].x, v[u].y, a[u], b[u]);
+    for (int u = 0; u < kBatch; ++u) st.add(v[u].x, v[u].y, a[u], b[u]);
   }
   return st;
 }
@@ -351,7 +355,7 @@ __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int6
 // states of a chunk's lanes (xor distances 2, 4, ...) fold into the first one's by an xor tree of
 // shuffles: a fixed order, so the result is deterministic. kThreads threads (0..kThreads-1, whole
 // warps) take part.
-template <int kThreads, int kSlotRows, class G>
+template <int kThreads, int kSlotRows, int kBatch, class G>
 __device__ void merge_share(const Params& p, const Piece& pc, int n, int64_t total, const G& g, int k) {
   static_assert(kThreads % 32 == 0, "whole warps: the lanes of a chunk fold by shuffles");
   const int pairs = g.rows() * (kDimV / 16);
@@ -366,7 +370,7 @@ __device__ void merge_share(const Params& p, const Piece& pc, int n, int64_t tot
   for (int base = p_begin; base < p_end; base += per_pass) {  // the same passes in every thread
     const int pair = base + u / tpc, c = 2 * pair + half;
     ChunkMerge st;
-    if (pair < p_end) st = merge_pieces<kSlotRows>(p, pc, n, total, gbase, c, r, tpc);
+    if (pair < p_end) st = merge_pieces<kSlotRows, kBatch>(p, pc, n, total, gbase, c, r, tpc);
     st.fold_lanes(tpc, 2);
     if (pair >= p_end || r != 0) continue;
     const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
@@ -381,7 +385,7 @@ __device__ void merge_share(const Params& p, const Piece& pc, int n, int64_t tot
 // the answer after the merge (which has no barrier), so that the round trip can overlap the merge
 // (issued before that barrier instead, the same to within noise: the devlog's run 39). Threads
 // 0..kThreads-1 call it; `sync` is their barrier.
-template <int kThreads, int kSlotRows, class G, class Sync>
+template <int kThreads, int kSlotRows, int kBatch, class G, class Sync>
 __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, const G& g, Sync&& sync) {
   uint32_t* counters = p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta);
   if (threadIdx.x == 0) {
@@ -391,7 +395,7 @@ __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, con
   MLAKIT_STAMP(threadIdx.x == 0, kMergeLoaded);  // every piece of the item arrived
   sync();
   const uint32_t left_before = threadIdx.x == 0 ? atomicAdd(&counters[1], 1u) : 0u;
-  merge_share<kThreads, kSlotRows>(p, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
+  merge_share<kThreads, kSlotRows, kBatch>(p, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
   if (threadIdx.x == 0 && left_before == uint32_t(pc.pieces - 1)) {
     counters[0] = 0;
     counters[1] = 0;
@@ -400,15 +404,15 @@ __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, con
 
 // The CTA's split items (only its first and its last can be), merged after every piece of the
 // CTA is published.
-template <int kThreads, int kSlotRows, class G, class Sync>
+template <int kThreads, int kSlotRows, int kBatch = kMergeBatch, class G, class Sync>
 __device__ void merge_split_items(const Params& p, const Range& r, const G& g, Sync&& sync) {
   const Piece first = piece_of(p, r, g.qpos, r.first, r.first_unit);
-  if (first.pieces > 1) merge_item<kThreads, kSlotRows>(p, first, r, g, sync);
+  if (first.pieces > 1) merge_item<kThreads, kSlotRows, kBatch>(p, first, r, g, sync);
   if (r.last == r.first) return;
   int64_t unit = first.unit + first.units;  // the last item starts where the others end
   for (int b = r.first + 1; b < r.last; ++b) unit += item_units(visible_rows(p, b, g.qpos));
   const Piece last = piece_of(p, r, g.qpos, r.last, unit);
-  if (last.pieces > 1) merge_item<kThreads, kSlotRows>(p, last, r, g, sync);
+  if (last.pieces > 1) merge_item<kThreads, kSlotRows, kBatch>(p, last, r, g, sync);
 }
 
 // ---- the kernel ------------------------------------------------------------------------------
@@ -437,7 +441,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   if constexpr (!kMath) return;
   __syncthreads();  // every piece of this CTA is published; the ring is free
   MLAKIT_STAMP(threadIdx.x == 0, kMet);  // (the CTA's own pieces only: merge_item waits for the others)
-  merge_split_items<kThreadsFor<Producers>, kHeadBlock>(p, r, g, [] { __syncthreads(); });
+  merge_split_items<kThreadsFor<Producers>, kHeadBlock, kMergeBatchRows16>(p, r, g, [] { __syncthreads(); });
   MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   MLAKIT_STAMP_STOP(threadIdx.x == 0);
 }
