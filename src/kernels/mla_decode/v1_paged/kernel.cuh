@@ -315,12 +315,13 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
 // ---- merge of split items --------------------------------------------------------------------
 
 // Pieces j = first, first + step, ... of chunk c of a split item (CTAs gbase + first_cta + j of
-// the grid; partial slots of kSlotRows query rows), the loads of kMergeBatch pieces at a time (L2
-// latency per batch, not per piece). 16 at a time lost (the devlog's run 39).
+// the grid; partial slots of kSlotRows query rows), the loads of kBatch pieces at a time (L2
+// latency per batch, not per piece). The 64-row kernel's batch: 8 (16 lost, the devlog's runs 39
+// and 44).
 constexpr int kMergeBatch = 8;
-// The 16-row kernel's batch: 9. Its split requests often come in 8k + 1 pieces per lane (132 pieces
-// over 16 lanes at b = 1; 17 or 65 where a request's fixed unit tips it over), and a last batch of
-// one piece costs a whole L2 round trip (run 49).
+// The 16-row kernel's: 9. Its split requests often come in 8k + 1 pieces per lane (132 pieces over
+// 16 lanes at b = 1; 17 or 65 where a request's fixed unit tips it over), and a last batch of one
+// piece costs a whole L2 round trip (run 49).
 constexpr int kMergeBatchRows16 = 9;
 template <int kSlotRows, int kBatch>
 __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int64_t total, int gbase, int c,
