@@ -96,11 +96,10 @@ __device__ __forceinline__ int piece_stages(int count) {
 // rows (warps 0..QWarps-1, once the consumers released the previous Q: load_q(b, pw), then an
 // arrival of each of their lanes on q_full when its cp.async land) and its share of the ring
 // stages (stage i: warp i % Producers), in the order the consumers take them: fill(b, first row,
-// rows, buffer, the piece's end row) once the buffer is free (rows 0 for a padding stage).
-// kFirstQByConsumers: the consumers load the first item's Q themselves (the producers the later
-// items' only).
-template <int Stages, int Producers, int Pad = 1, bool kFirstQByConsumers = false, int QWarps = 1, class Smem, class G,
-          class LoadQ, class Fill>
+// rows, buffer, the piece's end row) once the buffer is free (rows 0 for a padding stage). The
+// CTA's first item's Q is the consumers' to load (load_first_q): the producers load the later
+// items' only.
+template <int Stages, int Producers, int Pad = 1, int QWarps = 1, class Smem, class G, class LoadQ, class Fill>
 __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Range& r, const G& g, int pw,
                                             LoadQ&& load_q, Fill&& fill) {
   int64_t stage = 0;  // ring stages of this CTA so far
@@ -110,12 +109,12 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
     const Piece pc = piece_of(p, r, g.qpos, b, unit);
     unit += pc.units;
     if (pc.count == 0) continue;
-    if (pw < QWarps && !(kFirstQByConsumers && items == 0)) {
+    if (pw < QWarps && items != 0) {
       // Stamps of the first Q the producers load (lane 0 of warp 0): reached, copies issued.
-      MLAKIT_STAMP(items == int(kFirstQByConsumers) && threadIdx.x % 128 == 0, kFillStart);
+      MLAKIT_STAMP(items == 1 && threadIdx.x % 128 == 0, kFillStart);
       mbar_wait(&s.q_empty, (items & 1) ^ 1);
       load_q(b, pw);
-      MLAKIT_STAMP(items == int(kFirstQByConsumers) && threadIdx.x % 128 == 0, kFillCopied);
+      MLAKIT_STAMP(items == 1 && threadIdx.x % 128 == 0, kFillCopied);
       cp_async_arrive_on(&s.q_full);
     }
     ++items;
@@ -164,7 +163,7 @@ __device__ inline void load_first_q(const Params& p, Smem& s, const Group& g, in
 template <int Stages, int Producers, class Smem>
 __device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g, int pw) {
   const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
-  walk_pieces<Stages, Producers, 1, true>(
+  walk_pieces<Stages, Producers>(
       p, s, r, g, pw, [&](int b, int) { load_q(p, g, b, s.q, 0, 1); },
       [&](int b, int first, int rows, int buf, int) { fill_stage(p, b, first, rows, s.ring[buf], &s.full[buf], policy); });
 }
@@ -283,15 +282,11 @@ __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g
   }
 }
 
-struct NoFirstQ {
-  __device__ void operator()(int) const {}
-};
-
 // The gather floor's consumers: the same hand-offs (Q, every ring stage) with no math and no
-// output, so the producers stream exactly the rows the kernel reads. kFirstQByConsumers: the
-// first item's Q is theirs to load (first_q(b), as walk_pieces's flag of the same name).
-template <int Stages, int Pad = 1, bool kFirstQByConsumers = false, class Smem, class G, class FirstQ = NoFirstQ>
-__device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const G& g, FirstQ&& first_q = {}) {
+// output, so the producers stream exactly the rows the kernel reads; the CTA's first item's Q is
+// theirs to load (first_q(b)), as in the kernel.
+template <int Stages, int Pad = 1, class Smem, class G, class FirstQ>
+__device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const G& g, FirstQ&& first_q) {
   int64_t stage = 0;
   int items = 0;
   int64_t unit = r.first_unit;
@@ -299,8 +294,8 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
     const Piece pc = piece_of(p, r, g.qpos, b, unit);
     unit += pc.units;
     if (pc.count == 0) continue;
-    if (kFirstQByConsumers && items == 0) first_q(b);
-    else mbar_wait(&s.q_full, uint32_t((items - int(kFirstQByConsumers)) & 1));
+    if (items == 0) first_q(b);
+    else mbar_wait(&s.q_full, uint32_t((items - 1) & 1));
     mbar_arrive(&s.q_empty);
     ++items;
     const int stages = piece_stages<Pad>(pc.count);
@@ -437,7 +432,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   const int warp = threadIdx.x / 32;
   if (warp >= kConsumerWarps) produce<Stages, Producers>(p, s, r, g, warp - kConsumerWarps);
   else if constexpr (kMath) consume<Stages>(p, s, r, g);
-  else consume_no_math<Stages, 1, true>(p, s, r, g, [&](int b) { load_first_q(p, s, g, b); });
+  else consume_no_math<Stages>(p, s, r, g, [&](int b) { load_first_q(p, s, g, b); });
   MLAKIT_STAMP(threadIdx.x == 0, kStored);  // every piece computed, stored or published
   if constexpr (!kMath) return;
   __syncthreads();  // every piece of this CTA is published; the ring is free

@@ -160,7 +160,7 @@ template <bool kSeesaw>
 __device__ inline void produce(const Params& p, SmemPlan& s, const Range& r, const Group& g, int pw) {
   const uint64_t policy = l2_policy(p.groups == 1 ? L2Evict::kFirst : L2Evict::kNormal);
   constexpr int kStride = kStageBlockStride<kSeesaw>;
-  walk_pieces<kStages, kProducers, kPiecePad<kSeesaw>, true, kProducers>(
+  walk_pieces<kStages, kProducers, kPiecePad<kSeesaw>, kProducers>(
       p, s, r, g, pw, [&](int b, int w) { load_q(p, s, g, b, w, kProducers); },
       [&](int b, int first, int rows, int buf, int end) {
         uint8_t* dst = stage_at<kSeesaw>(s, buf);
@@ -332,8 +332,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   }
   set_max_registers<kConsumerRegs, true>();
   if constexpr (!kMath) {
-    mla_v1::consume_no_math<kStages, kPiecePad<kSeesaw>, true>(p, s, r, g,
-                                                               [&](int b) { load_first_q(p, s, g, b); });
+    mla_v1::consume_no_math<kStages, kPiecePad<kSeesaw>>(p, s, r, g, [&](int b) { load_first_q(p, s, g, b); });
   } else {
     consume<kSeesaw>(p, s, r, g);
     MLAKIT_STAMP(threadIdx.x == 0, kStored);  // every piece computed, stored or published
