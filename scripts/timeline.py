@@ -104,18 +104,24 @@ def summary(launch):
     return out
 
 
-def stamp_times(launch, name):
-    """(SM, ns after the launch's first CTA start) of every CTA that stamped clock stamp `name`,
-    converted at the launch's measured clock rate (that of every CTA when none ran 2 us; 1 cycle
-    per ns if none ran at all)."""
+def time_axis(launch):
+    """The CTAs of a launch that ran, its first CTA's %globaltimer start t0, and a function giving a
+    CTA's clock stamp in ns after t0, converted at the launch's measured clock rate (that of every
+    CTA when none ran 2 us; 1 cycle per ns if none ran at all)."""
     ran = [c for c in launch["ctas"] if c[SLOTS["start_ns"]]]
     ghz = summary(launch)["ghz"]
     if ghz != ghz:
         ghz = clock_rate(ran)
         ghz = 1.0 if ghz != ghz else ghz
     t0 = min(c[SLOTS["start_ns"]] for c in ran)
+    return ran, t0, lambda c, slot: c[SLOTS["start_ns"]] - t0 + (c[slot] - c[SLOTS["start"]]) / ghz
+
+
+def stamp_times(launch, name):
+    """(SM, ns after the launch's first CTA start) of every CTA that stamped clock stamp `name`."""
+    ran, _, to_ns = time_axis(launch)
     slot = SLOTS[name]
-    return [(c[SLOTS["sm"]], c[SLOTS["start_ns"]] - t0 + (c[slot] - c[SLOTS["start"]]) / ghz) for c in ran if c[slot]]
+    return [(c[SLOTS["sm"]], to_ns(c, slot)) for c in ran if c[slot]]
 
 
 def when(launch):
@@ -124,14 +130,13 @@ def when(launch):
     the order of their medians, the stops last. Shows the skew between CTAs that per-CTA phase
     medians hide (for example how long after the median CTA's store the last piece of a split
     item arrives)."""
-    ran = [c for c in launch["ctas"] if c[SLOTS["start_ns"]]]
-    t0 = min(c[SLOTS["start_ns"]] for c in ran)
+    ran, t0, to_ns = time_axis(launch)
 
     def spread(name, values):
         v = sorted(values)
         return (name, len(v), v[0], v[len(v) // 2], v[int(len(v) * 0.9)], v[-1])
 
-    stamps = [spread(name, [t for _, t in stamp_times(launch, name)])
+    stamps = [spread(name, [to_ns(c, slot) for c in ran if c[slot]])
               for name, slot in SLOTS.items() if name not in NOT_CLOCK_STAMPS and any(c[slot] for c in ran)]
     return ([spread("start", [c[SLOTS["start_ns"]] - t0 for c in ran])] + sorted(stamps, key=lambda r: r[3]) +
             [spread("stop", [c[SLOTS["stop_ns"]] - t0 for c in ran])])
