@@ -1,0 +1,209 @@
+// Micro-benchmark: what it costs one SM to gather R cache rows (576 bf16 = 1152 bytes each, the
+// combined [pages][64][576] layout of the DSA and MLA caches) into shared memory, by
+//   rows-scattered  one cp.async.bulk per row, rows anywhere in the cache (a sparse top-k pick);
+//   rows-in-pages   one cp.async.bulk per row, the rows consecutive slots of R / 64 pages (the
+//                   DSA contest's short rows: whole sequences, page by page);
+//   page-boxes      tensor-map boxes of 64 dims x min(R, 64) rows in the 128-byte swizzle, nine
+//                   per 64 rows (the layout wgmma and a swizzle-aware ldmatrix read);
+//   page-bulk       one cp.async.bulk per page run (R x 1152 contiguous bytes; dense rows, which
+//                   the 16-head consumers' ldmatrix would read with 8-way bank conflicts).
+// The per-row modes are issued by two warps, each half of the rows (the DSA kernels' producers),
+// the others by one thread. One CTA per SM on every SM, the L2 flushed (256 MB written) before
+// each launch. Per launch: each CTA's cycles from its start to the last request issued and to the
+// rows landed (its mbarrier phase); printed: the medians over 30 launches of the median and the
+// slowest CTA, and of the launch's event time.
+//
+//   nvcc -std=c++20 -O3 -arch=sm_90a -I src -o /tmp/page_copy tools/micro/page_copy.cu \
+//        src/kernels/common/tensor_map.cpp && /tmp/page_copy
+//
+// Evidence for docs/kernels/dsa_decode_v2_fused.md, "What to try next" (page-granular copies).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "kernels/common/async_pipe.cuh"
+#include "kernels/common/tensor_map.h"
+
+namespace {
+
+using namespace mlakit::kernels;
+
+constexpr int kThreads = 256;
+constexpr int kDim = 576, kDimV = 512, kPageRows = 64;
+constexpr int kRowBytes = kDim * 2;          // 1152
+constexpr int kPitchBytes = kRowBytes + 16;  // the kernels' padded shared-memory row
+constexpr int kMaxRows = 128;
+constexpr int kPages = 8462;  // the contest's cache: 623 MB
+constexpr int kLaunches = 30;
+
+enum Mode { kRowsScattered, kRowsInPages, kPageBoxes, kPageBulk, kModes };
+const char* const kModeNames[kModes] = {"rows-scattered", "rows-in-pages", "page-boxes", "page-bulk"};
+
+struct Args {
+  const uint16_t* cache;
+  const int* rows;  // [ctas][kMaxRows]: global row ids (page * 64 + slot)
+  int nrows;
+  long long* issue;  // [ctas]
+  long long* land;   // [ctas]
+  TensorMapBytes ckv_map, kpe_map;
+};
+
+template <int M>
+__global__ void __launch_bounds__(kThreads, 1) gather(const __grid_constant__ Args a) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  // The boxes' 128-byte swizzle needs 1024-byte-aligned destinations (the launch adds the slack).
+  uint8_t* smem = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
+  __shared__ uint64_t bar;
+  __shared__ long long issued[2];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int* rows = a.rows + blockIdx.x * kMaxRows;
+  const uint64_t policy = l2_policy(L2Evict::kFirst);
+  if (threadIdx.x == 0) {
+    mbar_init(&bar, 1);
+    mbar_fence_init();
+    mbar_arrive_expect_tx(&bar, uint32_t(a.nrows) * kRowBytes);
+  }
+  __syncthreads();
+  const long long t0 = clock64();
+  if constexpr (M == kRowsScattered || M == kRowsInPages) {
+    if (warp < 2) {
+      const int half = a.nrows / 2;
+      for (int i = lane; i < half; i += 32) {
+        const int r = warp * half + i;
+        bulk_copy_g2s(smem + r * kPitchBytes, a.cache + int64_t(rows[r]) * kDim, kRowBytes, &bar, policy);
+      }
+      if (lane == 0) issued[warp] = clock64() - t0;
+    }
+  } else if (threadIdx.x == 0) {
+    const int box_rows = a.nrows < kPageRows ? a.nrows : kPageRows;
+    for (int r0 = 0; r0 < a.nrows; r0 += box_rows) {
+      const int page = rows[r0] / kPageRows, slot = rows[r0] % kPageRows;
+      if constexpr (M == kPageBoxes) {
+        uint8_t* dst = smem + (r0 / box_rows) * 9 * box_rows * 128;
+        for (int k = 0; k < kDimV / 64; ++k) tma_load_3d(dst + k * box_rows * 128, &a.ckv_map, 64 * k, slot, page, &bar, policy);
+        tma_load_3d(dst + 8 * box_rows * 128, &a.kpe_map, 0, slot, page, &bar, policy);
+      } else {
+        bulk_copy_g2s(smem + r0 * kRowBytes, a.cache + int64_t(rows[r0]) * kDim, uint32_t(box_rows) * kRowBytes, &bar,
+                      policy);
+      }
+    }
+    issued[0] = issued[1] = clock64() - t0;
+  }
+  if (threadIdx.x == 0) {
+    mbar_wait(&bar, 0);
+    a.land[blockIdx.x] = clock64() - t0;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) a.issue[blockIdx.x] = issued[0] > issued[1] ? issued[0] : issued[1];
+}
+
+#define CHECK(x)                                                   \
+  do {                                                             \
+    const cudaError_t e = (x);                                     \
+    if (e != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); \
+      return 1;                                                    \
+    }                                                              \
+  } while (0)
+
+long long median(std::vector<long long> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <int M>
+int run(int nrows, const Args& base, int ctas, void* flush, size_t flush_bytes, int smem_bytes) {
+  auto kernel = gather<M>;
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  Args a = base;
+  a.nrows = nrows;
+  std::vector<long long> med_land, max_land, med_issue, event_ns;
+  std::vector<long long> land(ctas), issue(ctas);
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  for (int it = 0; it < kLaunches + 2; ++it) {
+    CHECK(cudaMemsetAsync(flush, it & 0xff, flush_bytes));
+    CHECK(cudaEventRecord(e0));
+    kernel<<<ctas, kThreads, smem_bytes>>>(a);
+    CHECK(cudaEventRecord(e1));
+    CHECK(cudaGetLastError());
+    CHECK(cudaEventSynchronize(e1));
+    if (it < 2) continue;  // warm-up
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    CHECK(cudaMemcpy(land.data(), a.land, ctas * sizeof(long long), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(issue.data(), a.issue, ctas * sizeof(long long), cudaMemcpyDeviceToHost));
+    med_land.push_back(median(land));
+    max_land.push_back(*std::max_element(land.begin(), land.end()));
+    med_issue.push_back(median(issue));
+    event_ns.push_back(static_cast<long long>(ms * 1e6));
+  }
+  std::printf("%4d rows  %-15s issued %6lld  landed: median CTA %6lld, slowest %6lld cycles  | event %6.2f us\n", nrows,
+              kModeNames[M], median(med_issue), median(med_land), median(max_land), median(event_ns) / 1e3);
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int ctas = prop.multiProcessorCount;
+  std::printf("%s, %d SMs; one CTA per SM, cache of %d pages x 64 rows x 1152 B, L2 flushed per launch\n", prop.name,
+              ctas, kPages);
+  uint16_t* cache = nullptr;
+  int* rows = nullptr;
+  long long *issue = nullptr, *land = nullptr;
+  void* flush = nullptr;
+  const size_t cache_bytes = size_t(kPages) * kPageRows * kRowBytes, flush_bytes = size_t(256) << 20;
+  CHECK(cudaMalloc(&cache, cache_bytes));
+  CHECK(cudaMemset(cache, 0, cache_bytes));
+  CHECK(cudaMalloc(&rows, size_t(ctas) * kMaxRows * sizeof(int)));
+  CHECK(cudaMalloc(&issue, ctas * sizeof(long long)));
+  CHECK(cudaMalloc(&land, ctas * sizeof(long long)));
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  Args a{};
+  a.cache = cache;
+  a.rows = rows;
+  a.issue = issue;
+  a.land = land;
+  const PagedRows ckv{cache, kDimV, kPageRows, kPages, kDim, int64_t(kPageRows) * kDim, 64, kPageRows};
+  const PagedRows kpe{cache + kDimV, kDim - kDimV, kPageRows, kPages, kDim, int64_t(kPageRows) * kDim, 64, kPageRows};
+  std::mt19937 rng(12345);
+  const int smem_rows = kMaxRows * kPitchBytes + 1024;
+  for (int nrows : {32, 64, 128}) {
+    // Box rows are part of a tensor map: min(nrows, 64).
+    PagedRows c = ckv, k = kpe;
+    c.box_rows = k.box_rows = std::min(nrows, kPageRows);
+    if (!encode_paged_rows(c, &a.ckv_map) || !encode_paged_rows(k, &a.kpe_map)) {
+      std::fprintf(stderr, "tensor maps could not be encoded\n");
+      return 1;
+    }
+    std::vector<int> host(size_t(ctas) * kMaxRows);
+    for (int mode = 0; mode < kModes; ++mode) {
+      for (int cta = 0; cta < ctas; ++cta) {
+        int* r = host.data() + size_t(cta) * kMaxRows;
+        if (mode == kRowsScattered) {
+          for (int i = 0; i < nrows; ++i) r[i] = int(rng() % (uint32_t(kPages) * kPageRows));
+        } else {  // whole pages (half of one for 32 rows), distinct per CTA
+          for (int p = 0; p * kPageRows < nrows; ++p) {
+            const int page = int(rng() % kPages);
+            for (int i = 0; i < std::min(kPageRows, nrows); ++i) r[p * kPageRows + i] = page * kPageRows + i;
+          }
+        }
+      }
+      CHECK(cudaMemcpy(rows, host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice));
+      const int rc = mode == kRowsScattered ? run<kRowsScattered>(nrows, a, ctas, flush, flush_bytes, smem_rows)
+                     : mode == kRowsInPages ? run<kRowsInPages>(nrows, a, ctas, flush, flush_bytes, smem_rows)
+                     : mode == kPageBoxes   ? run<kPageBoxes>(nrows, a, ctas, flush, flush_bytes, smem_rows)
+                                            : run<kPageBulk>(nrows, a, ctas, flush, flush_bytes, smem_rows);
+      if (rc != 0) return rc;
+    }
+  }
+  return 0;
+}
