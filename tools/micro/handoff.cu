@@ -19,6 +19,8 @@
 
 #include "kernels/common/async_pipe.cuh"  // ld_acquire_gpu (the kernels' poll)
 
+#include "micro.h"
+
 namespace {
 
 using mlakit::kernels::ld_acquire_gpu;
@@ -159,34 +161,20 @@ __global__ void __launch_bounds__(kThreads) pingpong(Args a) {
   if (acc == 0x9e3779b9u) *a.sink = acc;
 }
 
-#define CHECK(x)                                                                   \
-  do {                                                                             \
-    const cudaError_t e = (x);                                                     \
-    if (e != cudaSuccess) {                                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e));                 \
-      return 1;                                                                    \
-    }                                                                              \
-  } while (0)
-
-long long median(std::vector<long long> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 template <int M>
 int run(const char* name, bool load, Args a, int sms, size_t smem) {
-  CHECK(cudaMemset(a.data, 0, size_t(kIters) * 2 * kChunks * sizeof(uint4)));
-  CHECK(cudaMemset(a.cnt, 0, 2 * sizeof(uint32_t)));
-  CHECK(cudaMemset(a.stop, 0, sizeof(uint32_t)));
-  CHECK(cudaMemset(a.parts, 0, kIters * 4 * sizeof(long long)));
-  CHECK(cudaFuncSetAttribute(pingpong<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  MICRO_CHECK(cudaMemset(a.data, 0, size_t(kIters) * 2 * kChunks * sizeof(uint4)));
+  MICRO_CHECK(cudaMemset(a.cnt, 0, 2 * sizeof(uint32_t)));
+  MICRO_CHECK(cudaMemset(a.stop, 0, sizeof(uint32_t)));
+  MICRO_CHECK(cudaMemset(a.parts, 0, kIters * 4 * sizeof(long long)));
+  MICRO_CHECK(cudaFuncSetAttribute(pingpong<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   void* params[] = {&a};
-  CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(pingpong<M>), dim3(load ? sms : 2), dim3(kThreads),
+  MICRO_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(pingpong<M>), dim3(load ? sms : 2), dim3(kThreads),
                                     params, smem, nullptr));
-  CHECK(cudaDeviceSynchronize());
+  MICRO_CHECK(cudaDeviceSynchronize());
   std::vector<long long> rtt(kIters), parts(kIters * 4);
-  CHECK(cudaMemcpy(rtt.data(), a.rtt, kIters * sizeof(long long), cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(parts.data(), a.parts, parts.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+  MICRO_CHECK(cudaMemcpy(rtt.data(), a.rtt, kIters * sizeof(long long), cudaMemcpyDeviceToHost));
+  MICRO_CHECK(cudaMemcpy(parts.data(), a.parts, parts.size() * sizeof(long long), cudaMemcpyDeviceToHost));
   std::vector<long long> warm(rtt.begin() + 1, rtt.end()), fence, loads;
   for (int it = 1; it < kIters; ++it) {
     fence.push_back(parts[it * 4 + 0]);
@@ -209,22 +197,22 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--idle")) idle_only = true;
   }
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  MICRO_CHECK(cudaGetDeviceProperties(&prop, 0));
   int clock_khz = 0;
-  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  MICRO_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
   std::printf("%s, %d SMs, %.0f MHz (max); one 16 KB result per hand-off, %d threads a side\n", prop.name,
               prop.multiProcessorCount, clock_khz / 1e3, kThreads);
   Args a{};
   const size_t stream_bytes = size_t(2) << 30;
-  CHECK(cudaMalloc(&a.data, size_t(kIters) * 2 * kChunks * sizeof(uint4)));
-  CHECK(cudaMalloc(&a.cnt, 2 * sizeof(uint32_t)));
-  CHECK(cudaMalloc(&a.stop, sizeof(uint32_t)));
-  CHECK(cudaMalloc(&a.rtt, kIters * sizeof(long long)));
-  CHECK(cudaMalloc(&a.parts, kIters * 4 * sizeof(long long)));
-  CHECK(cudaMalloc(&a.sink, sizeof(uint32_t)));
+  MICRO_CHECK(cudaMalloc(&a.data, size_t(kIters) * 2 * kChunks * sizeof(uint4)));
+  MICRO_CHECK(cudaMalloc(&a.cnt, 2 * sizeof(uint32_t)));
+  MICRO_CHECK(cudaMalloc(&a.stop, sizeof(uint32_t)));
+  MICRO_CHECK(cudaMalloc(&a.rtt, kIters * sizeof(long long)));
+  MICRO_CHECK(cudaMalloc(&a.parts, kIters * 4 * sizeof(long long)));
+  MICRO_CHECK(cudaMalloc(&a.sink, sizeof(uint32_t)));
   uint4* stream = nullptr;
-  CHECK(cudaMalloc(&stream, stream_bytes));
-  CHECK(cudaMemset(stream, 1, stream_bytes));
+  MICRO_CHECK(cudaMalloc(&stream, stream_bytes));
+  MICRO_CHECK(cudaMemset(stream, 1, stream_bytes));
   a.stream = stream;
   a.stream_chunks = stream_bytes / sizeof(uint4);
   const size_t smem = 120 * 1024;  // one CTA per SM

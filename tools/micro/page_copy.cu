@@ -28,6 +28,8 @@
 #include "kernels/common/async_pipe.cuh"
 #include "kernels/common/tensor_map.h"
 
+#include "micro.h"
+
 namespace {
 
 using namespace mlakit::kernels;
@@ -101,43 +103,29 @@ __global__ void __launch_bounds__(kThreads, 1) gather(const __grid_constant__ Ar
   if (threadIdx.x == 0) a.issue[blockIdx.x] = issued[0] > issued[1] ? issued[0] : issued[1];
 }
 
-#define CHECK(x)                                                   \
-  do {                                                             \
-    const cudaError_t e = (x);                                     \
-    if (e != cudaSuccess) {                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); \
-      return 1;                                                    \
-    }                                                              \
-  } while (0)
-
-long long median(std::vector<long long> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 template <int M>
 int run(int nrows, const Args& base, int ctas, void* flush, size_t flush_bytes, int smem_bytes) {
   auto kernel = gather<M>;
-  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  MICRO_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   Args a = base;
   a.nrows = nrows;
   std::vector<long long> med_land, max_land, med_issue, event_ns;
   std::vector<long long> land(ctas), issue(ctas);
   cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
+  MICRO_CHECK(cudaEventCreate(&e0));
+  MICRO_CHECK(cudaEventCreate(&e1));
   for (int it = 0; it < kLaunches + 2; ++it) {
-    CHECK(cudaMemsetAsync(flush, it & 0xff, flush_bytes));
-    CHECK(cudaEventRecord(e0));
+    MICRO_CHECK(cudaMemsetAsync(flush, it & 0xff, flush_bytes));
+    MICRO_CHECK(cudaEventRecord(e0));
     kernel<<<ctas, kThreads, smem_bytes>>>(a);
-    CHECK(cudaEventRecord(e1));
-    CHECK(cudaGetLastError());
-    CHECK(cudaEventSynchronize(e1));
+    MICRO_CHECK(cudaEventRecord(e1));
+    MICRO_CHECK(cudaGetLastError());
+    MICRO_CHECK(cudaEventSynchronize(e1));
     if (it < 2) continue;  // warm-up
     float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    CHECK(cudaMemcpy(land.data(), a.land, ctas * sizeof(long long), cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(issue.data(), a.issue, ctas * sizeof(long long), cudaMemcpyDeviceToHost));
+    MICRO_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    MICRO_CHECK(cudaMemcpy(land.data(), a.land, ctas * sizeof(long long), cudaMemcpyDeviceToHost));
+    MICRO_CHECK(cudaMemcpy(issue.data(), a.issue, ctas * sizeof(long long), cudaMemcpyDeviceToHost));
     med_land.push_back(median(land));
     max_land.push_back(*std::max_element(land.begin(), land.end()));
     med_issue.push_back(median(issue));
@@ -152,7 +140,7 @@ int run(int nrows, const Args& base, int ctas, void* flush, size_t flush_bytes, 
 
 int main() {
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  MICRO_CHECK(cudaGetDeviceProperties(&prop, 0));
   const int ctas = prop.multiProcessorCount;
   std::printf("%s, %d SMs; one CTA per SM, cache of %d pages x 64 rows x 1152 B, L2 flushed per launch\n", prop.name,
               ctas, kPages);
@@ -161,12 +149,12 @@ int main() {
   long long *issue = nullptr, *land = nullptr;
   void* flush = nullptr;
   const size_t cache_bytes = size_t(kPages) * kPageRows * kRowBytes, flush_bytes = size_t(256) << 20;
-  CHECK(cudaMalloc(&cache, cache_bytes));
-  CHECK(cudaMemset(cache, 0, cache_bytes));
-  CHECK(cudaMalloc(&rows, size_t(ctas) * kMaxRows * sizeof(int)));
-  CHECK(cudaMalloc(&issue, ctas * sizeof(long long)));
-  CHECK(cudaMalloc(&land, ctas * sizeof(long long)));
-  CHECK(cudaMalloc(&flush, flush_bytes));
+  MICRO_CHECK(cudaMalloc(&cache, cache_bytes));
+  MICRO_CHECK(cudaMemset(cache, 0, cache_bytes));
+  MICRO_CHECK(cudaMalloc(&rows, size_t(ctas) * kMaxRows * sizeof(int)));
+  MICRO_CHECK(cudaMalloc(&issue, ctas * sizeof(long long)));
+  MICRO_CHECK(cudaMalloc(&land, ctas * sizeof(long long)));
+  MICRO_CHECK(cudaMalloc(&flush, flush_bytes));
   Args a{};
   a.cache = cache;
   a.rows = rows;
@@ -197,7 +185,7 @@ int main() {
           }
         }
       }
-      CHECK(cudaMemcpy(rows, host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice));
+      MICRO_CHECK(cudaMemcpy(rows, host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice));
       const int rc = mode == kRowsScattered ? run<kRowsScattered>(nrows, a, ctas, flush, flush_bytes, smem_rows)
                      : mode == kRowsInPages ? run<kRowsInPages>(nrows, a, ctas, flush, flush_bytes, smem_rows)
                      : mode == kPageBoxes   ? run<kPageBoxes>(nrows, a, ctas, flush, flush_bytes, smem_rows)
