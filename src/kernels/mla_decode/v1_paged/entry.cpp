@@ -8,6 +8,7 @@
 // Sizes come from traits.h; the register need from the compiled kernel when a GPU is present.
 #include "kernels/mla_decode/v1_paged/entry.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -60,6 +61,14 @@ bool encode_stage_maps(const MlaProblem& p, const MlaTensors& x, Params* a) {
 }
 int groups_of(const MlaProblem& p, const MlaTiling& t) {
   return wide(t) ? m64::groups_of(p.seq_q, p.num_heads) : p.seq_q * (p.num_heads / kHeadBlock);
+}
+// The tiling's CTAs per group, but no more than a group can have units (every request at the
+// block table's length): the rest could only compute the schedule and leave
+// (docs/knowledge/idle-ctas-are-not-free.md). The cut is the same either way: it takes
+// min(CTAs, units) ranges.
+int ctas_per_group_of(const MlaProblem& p, const MlaTiling& t) {
+  const int64_t most_units = int64_t(p.batch) * ((p.max_seqlen() + kUnitRows - 1) / kUnitRows + kRequestCost);
+  return int(std::min<int64_t>(t.ctas / groups_of(p, t), std::max<int64_t>(most_units, 1)));
 }
 int threads_of(const MlaTiling& t) { return wide(t) ? m64::kThreads : kConsumerThreads + 32 * t.producers; }
 size_t smem_of(const MlaTiling& t) { return wide(t) ? m64::kSmemBytes : smem_bytes(t.stages); }
@@ -209,7 +218,7 @@ class V1Paged final : public MlaKernel {
                     "GPU (or kept whole where no range grows by more than %d units); 2 consumer warpgroups "
                     "(%s, 64 query rows = M) + 1 producer warpgroup, %s shared memory (Q, P, %d stages of %d rows in the 128-byte swizzle%s), %s; "
                     "workspace %s",
-                    info().key.c_str(), t.name().c_str(), t.ctas / groups, groups, p.seq_q, p.num_heads,
+                    info().key.c_str(), t.name().c_str(), ctas_per_group_of(p, t), groups, p.seq_q, p.num_heads,
                     t.whole,
                     t.order == 1 ? "seesaw: each S of its own 64-row tile of a pair, wgmma m64n64k16 / m64n256k16"
                                  : "lockstep: S halves of one tile, wgmma m64n32k16 / m64n256k16",
@@ -226,7 +235,7 @@ class V1Paged final : public MlaKernel {
                   "blocks of 16), each group's requests cut into equal ranges of 64-row units on the GPU (or "
                   "kept whole where no range grows by more than %d units); %d consumer + %d producer warps, %s shared memory (%d stages of %d rows), bulk-copy "
                   "gather, mma.sync m16n8k16; workspace %s",
-                  info().key.c_str(), t.name().c_str(), t.ctas / groups, groups, p.seq_q, p.num_heads / kHeadBlock,
+                  info().key.c_str(), t.name().c_str(), ctas_per_group_of(p, t), groups, p.seq_q, p.num_heads / kHeadBlock,
                   t.whole, kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
                   format_kb(workspace_bytes(p, t)).c_str());
     return buf;
@@ -244,7 +253,7 @@ class V1Paged final : public MlaKernel {
     a.num_pages = p.num_pages;
     a.max_seqlen = p.max_seqlen();
     a.groups = groups_of(p, t);
-    a.ctas_per_group = t.ctas / a.groups;
+    a.ctas_per_group = ctas_per_group_of(p, t);
     a.fused_rows = static_cast<const uint16_t*>(x.kpe_cache) == static_cast<const uint16_t*>(x.ckv_cache) + kDimV &&
                    x.kpe_stride_page == x.ckv_stride_page && x.kpe_stride_row == x.ckv_stride_row;
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
