@@ -159,14 +159,10 @@ def by_sm(launches, name):
     means = {sm: statistics.mean(v) for sm, v in per_sm.items()}
     halves = {sm: (statistics.mean(v[:len(v) // 2]), statistics.mean(v[len(v) // 2:]))
               for sm, v in per_sm.items() if len(v) >= 2}
-    corr = None
-    if len(halves) >= 2:
-        a = [h[0] for h in halves.values()]
-        b = [h[1] for h in halves.values()]
-        ma, mb = statistics.mean(a), statistics.mean(b)
-        cov = sum((x - ma) * (y - mb) for x, y in zip(a, b))
-        va, vb = sum((x - ma) ** 2 for x in a), sum((y - mb) ** 2 for y in b)
-        corr = cov / (va * vb) ** 0.5 if va > 0 and vb > 0 else None
+    try:  # Pearson's; fewer than two SMs, or a half where every SM is equal, has no order to compare
+        corr = statistics.correlation([h[0] for h in halves.values()], [h[1] for h in halves.values()])
+    except statistics.StatisticsError:
+        corr = None
     return spreads, means, corr
 
 
