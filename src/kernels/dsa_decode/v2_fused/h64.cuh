@@ -31,15 +31,15 @@ using rows64::RowPtrs;
 using rows64::Rows;
 
 // Warp `w` of the CTA's kThreads / 32: heads w, w + 12, ... of Q (issued only; the caller tracks
-// completion). Every warp takes a share before the index row's scan, whose barriers wait for the
-// slowest warp: the four producer warps alone issued 36 copies per lane (v2_fused step 24).
+// completion), with no cache hint (docs/knowledge/q-loads-take-no-l2-cache-hint.md). Every warp
+// takes a share before the index row's scan, whose barriers wait for the slowest warp: the four
+// producer warps alone issued 36 copies per lane (v2_fused step 24).
 __device__ inline void load_q(const Params& p, SmemPlan& s, int t, int head0, int w) {
   const DsaTensors& x = p.io;
   const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + t * x.q_nope_stride_t + head0 * x.q_nope_stride_h;
   const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + t * x.q_pe_stride_t + head0 * x.q_pe_stride_h;
   copy_rows(s.q, kQBlockBytes, w, kCtaHeads, kThreads / 32,
-            [&](int h) { return RowPtrs{q_nope + h * x.q_nope_stride_h, q_pe + h * x.q_pe_stride_h, true}; },
-            l2_policy(L2Evict::kNormal));
+            [&](int h) { return RowPtrs{q_nope + h * x.q_nope_stride_h, q_pe + h * x.q_pe_stride_h, true}; });
 }
 
 // Stages of `count` slots: one per 32, rounded up to whole pairs of 64-slot tiles.

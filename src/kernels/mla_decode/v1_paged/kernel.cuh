@@ -131,22 +131,18 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
 }
 
 // Warp-wide: Q rows (heads) head0, head0 + step, ... of the group's head block of request b into
-// `dst` (one row per head, kKvPitch apart), by 16-byte cp.async without a cache hint (the default
-// policy is evict-normal, what Q wants).
+// `dst` (one row per head, kKvPitch apart), by 16-byte cp.async without a cache hint (an explicit
+// evict_normal hint cost the split b1 shapes 0.3-0.9 us: docs/knowledge/q-loads-take-no-l2-cache-hint.md).
 __device__ inline void load_q(const Params& p, const Group& g, int b, uint16_t* dst, int head0, int step) {
   const MlaTensors& x = p.io;
-  const int h = g.hblock * kHeadBlock, lane = threadIdx.x % 32;
+  const int h = g.hblock * kHeadBlock;
   const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + b * x.q_nope_stride_b + g.qpos * x.q_nope_stride_s +
                        h * x.q_nope_stride_h;
   const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + b * x.q_pe_stride_b + g.qpos * x.q_pe_stride_s +
                      h * x.q_pe_stride_h;
-  for (int k = head0; k < kHeadBlock; k += step) {
-    uint16_t* row = dst + k * dsa_ring::kKvPitch;
-    const uint16_t* nope = q_nope + k * x.q_nope_stride_h;
-    cp_async_16(row + lane * 8, nope + lane * 8, true);
-    cp_async_16(row + kDimV / 2 + lane * 8, nope + kDimV / 2 + lane * 8, true);
-    if (lane < kDimR / 8) cp_async_16(row + kDimV + lane * 8, q_pe + k * x.q_pe_stride_h + lane * 8, true);
-  }
+  for (int k = head0; k < kHeadBlock; k += step)
+    dsa_ring::cp_async_row(dst + k * dsa_ring::kKvPitch, q_nope + k * x.q_nope_stride_h, q_pe + k * x.q_pe_stride_h,
+                           true);
 }
 
 // The consumer warps: the CTA's first item's Q (warp w: heads w, w + 4, ...), landed and visible
