@@ -8,13 +8,14 @@
 //   page-bulk       one cp.async.bulk per page run (R x 1152 contiguous bytes; dense rows, which
 //                   the 16-head consumers' ldmatrix would read with 8-way bank conflicts).
 // The per-row modes are issued by two warps, each half of the rows (the DSA kernels' producers),
-// the others by one thread. One CTA per SM on every SM, the L2 flushed (256 MB written) before
-// each launch. Per launch: each CTA's cycles from its start to the last request issued and to the
-// rows landed (its mbarrier phase); printed: the medians over 30 launches of the median and the
-// slowest CTA, and of the launch's event time.
+// the others by one thread. One CTA per SM on every SM (or on the first N: `page_copy N`; one
+// CTA is a lone short row's case), the L2 flushed (256 MB written) before each launch. Per
+// launch: each CTA's cycles from its start to the last request issued and to the rows landed (its
+// mbarrier phase); printed: the medians over 30 launches of the median and the slowest CTA, and
+// of the launch's event time.
 //
 //   nvcc -std=c++20 -O3 -arch=sm_90a -I src -o /tmp/page_copy tools/micro/page_copy.cu \
-//        src/kernels/common/tensor_map.cpp && /tmp/page_copy
+//        src/kernels/common/tensor_map.cpp && /tmp/page_copy [CTAs]
 //
 // Evidence for docs/kernels/dsa_decode_v2_fused.md, "What to try next" (page-granular copies).
 #include <cuda_runtime.h>
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -138,12 +140,14 @@ int run(int nrows, const Args& base, int ctas, void* flush, size_t flush_bytes, 
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   MICRO_CHECK(cudaGetDeviceProperties(&prop, 0));
-  const int ctas = prop.multiProcessorCount;
-  std::printf("%s, %d SMs; one CTA per SM, cache of %d pages x 64 rows x 1152 B, L2 flushed per launch\n", prop.name,
-              ctas, kPages);
+  // argv[1]: the CTAs that gather (at most one per SM; default every SM). One CTA is a T = 1
+  // short row's situation: nothing else pulls from memory.
+  const int ctas = argc > 1 ? std::clamp(std::atoi(argv[1]), 1, prop.multiProcessorCount) : prop.multiProcessorCount;
+  std::printf("%s, %d SMs; %d CTAs (at most one per SM), cache of %d pages x 64 rows x 1152 B, L2 flushed per launch\n",
+              prop.name, prop.multiProcessorCount, ctas, kPages);
   uint16_t* cache = nullptr;
   int* rows = nullptr;
   long long *issue = nullptr, *land = nullptr;
@@ -164,7 +168,7 @@ int main() {
   const PagedRows kpe{cache + kDimV, kDim - kDimV, kPageRows, kPages, kDim, int64_t(kPageRows) * kDim, 64, kPageRows};
   std::mt19937 rng(12345);
   const int smem_rows = kMaxRows * kPitchBytes + 1024;
-  for (int nrows : {32, 64, 128}) {
+  for (int nrows : {16, 32, 64, 128}) {
     // Box rows are part of a tensor map: min(nrows, 64).
     PagedRows c = ckv, k = kpe;
     c.box_rows = k.box_rows = std::min(nrows, kPageRows);
