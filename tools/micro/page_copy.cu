@@ -6,7 +6,13 @@
 //   page-boxes      tensor-map boxes of 64 dims x min(R, 64) rows in the 128-byte swizzle, nine
 //                   per 64 rows (the layout wgmma and a swizzle-aware ldmatrix read);
 //   page-bulk       one cp.async.bulk per page run (R x 1152 contiguous bytes; dense rows, which
-//                   the 16-head consumers' ldmatrix would read with 8-way bank conflicts).
+//                   the 16-head consumers' ldmatrix would read with 8-way bank conflicts);
+//   padded-boxes-E  one tensor-map box per page run over the cache viewed as (E elements, 576 / E
+//                   blocks, rows), E = 8, 24 or 72, the box one block wider than a row: the block
+//                   past the row is out of bounds and lands as zeros, so the rows land padded
+//                   (pitch 584, 600 or 648 elements: 16, 48 or 16 bytes modulo 128, each free of
+//                   ldmatrix bank conflicts) from one request per run. CTA 0's rows are checked
+//                   against the cache (a pattern) for these and the per-row modes.
 // The per-row modes are issued by two warps, each half of the rows (the DSA kernels' producers),
 // the others by one thread. One CTA per SM on every SM (or on the first N: `page_copy N`; one
 // CTA is a lone short row's case), the L2 flushed (256 MB written) before each launch. Per
@@ -18,12 +24,14 @@
 //        src/kernels/common/tensor_map.cpp && /tmp/page_copy [CTAs]
 //
 // Evidence for docs/kernels/dsa_decode_v2_fused.md, "What to try next" (page-granular copies).
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -44,8 +52,20 @@ constexpr int kMaxRows = 128;
 constexpr int kPages = 8462;  // the contest's cache: 623 MB
 constexpr int kLaunches = 30;
 
-enum Mode { kRowsScattered, kRowsInPages, kPageBoxes, kPageBulk, kModes };
-const char* const kModeNames[kModes] = {"rows-scattered", "rows-in-pages", "page-boxes", "page-bulk"};
+enum Mode { kRowsScattered, kRowsInPages, kPageBoxes, kPageBulk, kPadded8, kPadded24, kPadded72, kModes };
+const char* const kModeNames[kModes] = {"rows-scattered", "rows-in-pages",   "page-boxes",     "page-bulk",
+                                        "padded-boxes-8", "padded-boxes-24", "padded-boxes-72"};
+
+// The padded modes' block width E (elements) and every mode's shared-memory row pitch (bytes; 0:
+// not rows of one pitch).
+__host__ __device__ constexpr int padded_elems(int m) {
+  return m == kPadded8 ? 8 : m == kPadded24 ? 24 : m == kPadded72 ? 72 : 0;
+}
+__host__ __device__ constexpr int pitch_bytes(int m) {
+  if (padded_elems(m) > 0) return (kDim + padded_elems(m)) * 2;
+  return m == kRowsScattered || m == kRowsInPages ? kPitchBytes : 0;
+}
+constexpr int kMaxPitchBytes = (kDim + 72) * 2;
 
 struct Args {
   const uint16_t* cache;
@@ -54,6 +74,8 @@ struct Args {
   long long* issue;  // [ctas]
   long long* land;   // [ctas]
   TensorMapBytes ckv_map, kpe_map;
+  TensorMapBytes pad_map;  // the padded mode being run
+  uint16_t* dump;          // when set: CTA 0's landed rows, nrows x pitch_bytes(M)
 };
 
 template <int M>
@@ -69,7 +91,8 @@ __global__ void __launch_bounds__(kThreads, 1) gather(const __grid_constant__ Ar
   if (threadIdx.x == 0) {
     mbar_init(&bar, 1);
     mbar_fence_init();
-    mbar_arrive_expect_tx(&bar, uint32_t(a.nrows) * kRowBytes);
+    // A box's bytes count in full, the out-of-bounds block's zeros too.
+    mbar_arrive_expect_tx(&bar, uint32_t(a.nrows) * (padded_elems(M) > 0 ? pitch_bytes(M) : kRowBytes));
   }
   __syncthreads();
   const long long t0 = clock64();
@@ -86,9 +109,12 @@ __global__ void __launch_bounds__(kThreads, 1) gather(const __grid_constant__ Ar
     const int box_rows = a.nrows < kPageRows ? a.nrows : kPageRows;
     for (int r0 = 0; r0 < a.nrows; r0 += box_rows) {
       const int page = rows[r0] / kPageRows, slot = rows[r0] % kPageRows;
-      if constexpr (M == kPageBoxes) {
+      if constexpr (padded_elems(M) > 0) {
+        tma_load_3d(smem + r0 * pitch_bytes(M), &a.pad_map, 0, 0, rows[r0], &bar, policy);
+      } else if constexpr (M == kPageBoxes) {
         uint8_t* dst = smem + (r0 / box_rows) * 9 * box_rows * 128;
-        for (int k = 0; k < kDimV / 64; ++k) tma_load_3d(dst + k * box_rows * 128, &a.ckv_map, 64 * k, slot, page, &bar, policy);
+        for (int k = 0; k < kDimV / 64; ++k)
+          tma_load_3d(dst + k * box_rows * 128, &a.ckv_map, 64 * k, slot, page, &bar, policy);
         tma_load_3d(dst + 8 * box_rows * 128, &a.kpe_map, 0, slot, page, &bar, policy);
       } else {
         bulk_copy_g2s(smem + r0 * kRowBytes, a.cache + int64_t(rows[r0]) * kDim, uint32_t(box_rows) * kRowBytes, &bar,
@@ -103,6 +129,18 @@ __global__ void __launch_bounds__(kThreads, 1) gather(const __grid_constant__ Ar
   }
   __syncthreads();
   if (threadIdx.x == 0) a.issue[blockIdx.x] = issued[0] > issued[1] ? issued[0] : issued[1];
+  if constexpr (pitch_bytes(M) > 0)
+    if (a.dump != nullptr && blockIdx.x == 0)
+      for (int i = threadIdx.x; i < a.nrows * pitch_bytes(M) / 2; i += kThreads)
+        a.dump[i] = reinterpret_cast<const uint16_t*>(smem)[i];
+}
+
+// The cache's pattern: element c of global row r.
+__host__ __device__ inline uint16_t pattern(int64_t r, int c) { return uint16_t((r * 577 + c) % 65521 + 1); }
+
+__global__ void fill_pattern(uint16_t* cache, int64_t elems) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < elems; i += int64_t(gridDim.x) * blockDim.x)
+    cache[i] = pattern(i / kDim, int(i % kDim));
 }
 
 template <int M>
@@ -133,9 +171,60 @@ int run(int nrows, const Args& base, int ctas, void* flush, size_t flush_bytes, 
     med_issue.push_back(median(issue));
     event_ns.push_back(static_cast<long long>(ms * 1e6));
   }
-  std::printf("%4d rows  %-15s issued %6lld  landed: median CTA %6lld, slowest %6lld cycles  | event %6.2f us\n", nrows,
-              kModeNames[M], median(med_issue), median(med_land), median(max_land), median(event_ns) / 1e3);
+  const char* check = "";
+  if constexpr (pitch_bytes(M) > 0) {
+    // One more launch with CTA 0's rows dumped: every row's 576 elements from the cache, and the
+    // padded modes' pad zeros (the per-row modes leave their 8 pad elements unwritten).
+    constexpr int kPitch = pitch_bytes(M) / 2;
+    uint16_t* dump = nullptr;
+    MICRO_CHECK(cudaMalloc(&dump, size_t(nrows) * kPitch * 2));
+    a.dump = dump;
+    kernel<<<ctas, kThreads, smem_bytes>>>(a);
+    MICRO_CHECK(cudaGetLastError());
+    MICRO_CHECK(cudaDeviceSynchronize());
+    std::vector<uint16_t> got(size_t(nrows) * kPitch);
+    std::vector<int> ids(nrows);
+    MICRO_CHECK(cudaMemcpy(got.data(), dump, got.size() * 2, cudaMemcpyDeviceToHost));
+    MICRO_CHECK(cudaMemcpy(ids.data(), a.rows, nrows * sizeof(int), cudaMemcpyDeviceToHost));
+    MICRO_CHECK(cudaFree(dump));
+    int bad = 0;
+    for (int r = 0; r < nrows; ++r)
+      for (int c = 0; c < (padded_elems(M) > 0 ? kPitch : kDim); ++c)
+        bad += got[size_t(r) * kPitch + c] != (c < kDim ? pattern(ids[r], c) : uint16_t(0));
+    check = bad == 0 ? "  rows checked" : "  ROWS WRONG";
+    if (bad != 0) std::fprintf(stderr, "%s, %d rows: %d elements differ from the cache\n", kModeNames[M], nrows, bad);
+  }
+  std::printf("%4d rows  %-15s issued %6lld  landed: median CTA %6lld, slowest %6lld cycles  | event %6.2f us%s\n",
+              nrows, kModeNames[M], median(med_issue), median(med_land), median(max_land), median(event_ns) / 1e3,
+              check);
   return 0;
+}
+
+// The cache viewed as (E elements, 576 / E blocks, rows) and a box of (E, 576 / E + 1, box_rows)
+// with no swizzle: one row's blocks plus one out of bounds, which lands as zeros.
+bool encode_padded(const uint16_t* cache, int e, int box_rows, TensorMapBytes* out) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return false;
+  const cuuint64_t dims[3] = {cuuint64_t(e), cuuint64_t(kDim / e), cuuint64_t(kPages) * kPageRows};
+  const cuuint64_t strides[2] = {cuuint64_t(e) * 2, cuuint64_t(kRowBytes)};
+  const cuuint32_t box[3] = {cuuint32_t(e), cuuint32_t(kDim / e + 1), cuuint32_t(box_rows)};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  CUtensorMap map;
+  const CUresult rc = reinterpret_cast<Encode>(fn)(
+      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<uint16_t*>(cache), dims, strides, box, elem_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (rc != CUDA_SUCCESS) return false;
+  static_assert(sizeof map == sizeof *out, "TensorMapBytes mirrors CUtensorMap");
+  std::memcpy(out, &map, sizeof map);
+  return true;
 }
 
 }  // namespace
@@ -154,7 +243,8 @@ int main(int argc, char** argv) {
   void* flush = nullptr;
   const size_t cache_bytes = size_t(kPages) * kPageRows * kRowBytes, flush_bytes = size_t(256) << 20;
   MICRO_CHECK(cudaMalloc(&cache, cache_bytes));
-  MICRO_CHECK(cudaMemset(cache, 0, cache_bytes));
+  fill_pattern<<<1024, 256>>>(cache, int64_t(cache_bytes / 2));
+  MICRO_CHECK(cudaGetLastError());
   MICRO_CHECK(cudaMalloc(&rows, size_t(ctas) * kMaxRows * sizeof(int)));
   MICRO_CHECK(cudaMalloc(&issue, ctas * sizeof(long long)));
   MICRO_CHECK(cudaMalloc(&land, ctas * sizeof(long long)));
@@ -167,7 +257,7 @@ int main(int argc, char** argv) {
   const PagedRows ckv{cache, kDimV, kPageRows, kPages, kDim, int64_t(kPageRows) * kDim, 64, kPageRows};
   const PagedRows kpe{cache + kDimV, kDim - kDimV, kPageRows, kPages, kDim, int64_t(kPageRows) * kDim, 64, kPageRows};
   std::mt19937 rng(12345);
-  const int smem_rows = kMaxRows * kPitchBytes + 1024;
+  const int smem_rows = kMaxRows * kMaxPitchBytes + 1024;
   for (int nrows : {16, 32, 64, 128}) {
     // Box rows are part of a tensor map: min(nrows, 64).
     PagedRows c = ckv, k = kpe;
@@ -176,6 +266,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tensor maps could not be encoded\n");
       return 1;
     }
+    TensorMapBytes padded[3];
+    for (int i = 0; i < 3; ++i)
+      if (!encode_padded(cache, padded_elems(kPadded8 + i), std::min(nrows, kPageRows), &padded[i])) {
+        std::fprintf(stderr, "the padded tensor map (E = %d) could not be encoded\n", padded_elems(kPadded8 + i));
+        return 1;
+      }
     std::vector<int> host(size_t(ctas) * kMaxRows);
     for (int mode = 0; mode < kModes; ++mode) {
       for (int cta = 0; cta < ctas; ++cta) {
@@ -190,10 +286,15 @@ int main(int argc, char** argv) {
         }
       }
       MICRO_CHECK(cudaMemcpy(rows, host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice));
+      if (padded_elems(mode) > 0) a.pad_map = padded[mode - kPadded8];
+      a.dump = nullptr;
       const int rc = mode == kRowsScattered ? run<kRowsScattered>(nrows, a, ctas, flush, flush_bytes, smem_rows)
                      : mode == kRowsInPages ? run<kRowsInPages>(nrows, a, ctas, flush, flush_bytes, smem_rows)
                      : mode == kPageBoxes   ? run<kPageBoxes>(nrows, a, ctas, flush, flush_bytes, smem_rows)
-                                            : run<kPageBulk>(nrows, a, ctas, flush, flush_bytes, smem_rows);
+                     : mode == kPageBulk    ? run<kPageBulk>(nrows, a, ctas, flush, flush_bytes, smem_rows)
+                     : mode == kPadded8     ? run<kPadded8>(nrows, a, ctas, flush, flush_bytes, smem_rows)
+                     : mode == kPadded24    ? run<kPadded24>(nrows, a, ctas, flush, flush_bytes, smem_rows)
+                                            : run<kPadded72>(nrows, a, ctas, flush, flush_bytes, smem_rows);
       if (rc != 0) return rc;
     }
   }
