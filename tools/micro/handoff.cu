@@ -169,8 +169,8 @@ int run(const char* name, bool load, Args a, int sms, size_t smem) {
   MICRO_CHECK(cudaMemset(a.parts, 0, kIters * 4 * sizeof(long long)));
   MICRO_CHECK(cudaFuncSetAttribute(pingpong<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   void* params[] = {&a};
-  MICRO_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(pingpong<M>), dim3(load ? sms : 2), dim3(kThreads),
-                                    params, smem, nullptr));
+  MICRO_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(pingpong<M>), dim3(load ? sms : 2),
+                                          dim3(kThreads), params, smem, nullptr));
   MICRO_CHECK(cudaDeviceSynchronize());
   std::vector<long long> rtt(kIters), parts(kIters * 4);
   MICRO_CHECK(cudaMemcpy(rtt.data(), a.rtt, kIters * sizeof(long long), cudaMemcpyDeviceToHost));

@@ -28,11 +28,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/async_pipe.cuh"
@@ -200,6 +202,13 @@ int run(int nrows, const Args& base, int ctas, void* flush, size_t flush_bytes, 
   return 0;
 }
 
+// run<M> of every mode, indexed by mode.
+template <size_t... M>
+constexpr auto runs_of(std::index_sequence<M...>) {
+  return std::array{&run<int(M)>...};
+}
+constexpr auto kRuns = runs_of(std::make_index_sequence<kModes>{});
+
 // The cache viewed as (E elements, 576 / E blocks, rows) and a box of (E, 576 / E + 1, box_rows)
 // with no swizzle: one row's blocks plus one out of bounds, which lands as zeros.
 bool encode_padded(const uint16_t* cache, int e, int box_rows, TensorMapBytes* out) {
@@ -287,15 +296,7 @@ int main(int argc, char** argv) {
       }
       MICRO_CHECK(cudaMemcpy(rows, host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice));
       if (padded_elems(mode) > 0) a.pad_map = padded[mode - kPadded8];
-      a.dump = nullptr;
-      const int rc = mode == kRowsScattered ? run<kRowsScattered>(nrows, a, ctas, flush, flush_bytes, smem_rows)
-                     : mode == kRowsInPages ? run<kRowsInPages>(nrows, a, ctas, flush, flush_bytes, smem_rows)
-                     : mode == kPageBoxes   ? run<kPageBoxes>(nrows, a, ctas, flush, flush_bytes, smem_rows)
-                     : mode == kPageBulk    ? run<kPageBulk>(nrows, a, ctas, flush, flush_bytes, smem_rows)
-                     : mode == kPadded8     ? run<kPadded8>(nrows, a, ctas, flush, flush_bytes, smem_rows)
-                     : mode == kPadded24    ? run<kPadded24>(nrows, a, ctas, flush, flush_bytes, smem_rows)
-                                            : run<kPadded72>(nrows, a, ctas, flush, flush_bytes, smem_rows);
-      if (rc != 0) return rc;
+      if (const int rc = kRuns[mode](nrows, a, ctas, flush, flush_bytes, smem_rows); rc != 0) return rc;
     }
   }
   return 0;
