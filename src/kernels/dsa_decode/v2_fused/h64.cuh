@@ -7,10 +7,11 @@
 //   passes 0 -> 1 -> 0 through shared memory with P, and each warpgroup accumulates O for its 256
 //   dims over both tiles (m64n256k16, A = its own P from registers, the other's from smem).
 //   warps 8-11: producers (one warpgroup, its registers lowered by setmaxnreg for the consumers'
-//   accumulators). Q once (64 heads x 576 into 9 swizzled blocks), then stage after stage
-//   (stage i by warp i % 4) 32 rows by 16-byte cp.async into the swizzled blocks (lane L: chunks
-//   L and 32 + L of ckv, L < 8: chunk L of kpe), completion counted on the stage's mbarrier; the
-//   slots are padded to whole pairs of tiles (zeros; a tile B wholly past them is skipped).
+//   accumulators). Q once (64 heads x 576 into 9 swizzled blocks), then stage after stage, each
+//   warp 8 of its 32 rows by 16-byte cp.async into the swizzled blocks (a group of 8 lanes per
+//   row, a lane one 16-byte chunk of each 64-dim block), completion counted on the stage's
+//   mbarrier; the slots are padded to whole pairs of tiles (zeros; a tile B wholly past them is
+//   skipped).
 //   The end as v2_fused, by the consumer threads: one split writes O / l and the lse, several
 //   write partials per 16-head block and merge in the kernel (kernel.cuh).
 // The compacted slots live in the workspace (p.slots): Q, P and four stages fill shared memory.
@@ -47,31 +48,51 @@ __device__ __forceinline__ int num_stages_of(int count) {
   return ((count + kStageRows - 1) / kStageRows + kStages - 1) / kStages * kStages;
 }
 
-// Producer warp `pw`: stages pw, pw + 4, ... of the CTA's `count` slots (slots[] in global memory,
-// written by this CTA's compaction). Lane r reads the slot of row r of its next stage before
-// waiting for the stage's buffer. Rows past `count` are zeros; a tile B wholly past it is not
-// written (its consumers skip it).
+// Producer warp `pw` of kProducers: rows kRowsPerWarp pw .. of every stage (slots[] in global
+// memory, written by this CTA's compaction). Lane group g = lane / 8 copies rows g and g + 4 of
+// the warp's share, lane c = lane % 8 chunk c of each of a row's nine 64-dim blocks (8 lanes x 16
+// bytes = one block's 128-byte row), straight into the swizzle; a lane's slots are read before it
+// waits for the stage's buffer. Rows past `count` are zeros; a tile B wholly past it is not
+// written (its consumers skip it). Every warp takes a share of every stage so that a released
+// tile is requested four warps at a time, and a lane's two rows cost two address computations
+// instead of a shuffle and a swizzle per row (devlog step 38).
+constexpr int kRowsPerWarp = kStageRows / kProducers;  // 8
+constexpr int kRowsPerLane = kRowsPerWarp / 4;          // 2: four lane groups of 8 per warp
+static_assert(kRowsPerLane * 4 * kProducers == kStageRows, "every row of a stage has one lane group");
 __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slots, int count, int pw) {
   const DsaTensors& x = p.io;
   const auto* ckv = static_cast<const uint16_t*>(x.ckv_cache);
   const auto* kpe = static_cast<const uint16_t*>(x.kpe_cache);
   const uint64_t policy = l2_policy(L2Evict::kFirst);
-  const int lane = threadIdx.x % 32;
+  const int lane = threadIdx.x % 32, c = lane % 8;
+  const int row0 = pw * kRowsPerWarp + lane / 8;  // the lane's rows: row0, row0 + 4
   const int num_stages = num_stages_of(count);
-  for (int i = pw; i < num_stages; i += kProducers) {
-    const int b = i % kStages, rows = max(0, min(kStageRows, count - i * kStageRows));
-    const int mine = lane < rows ? slots[i * kStageRows + lane] : 0;
+  for (int i = 0; i < num_stages; ++i) {
+    const int b = i % kStages;
+    int32_t slot[kRowsPerLane];
+#pragma unroll
+    for (int j = 0; j < kRowsPerLane; ++j) {
+      const int at = i * kStageRows + row0 + 4 * j;
+      slot[j] = at < count ? slots[at] : -1;
+    }
     mbar_wait(&s.empty[b], ((i / kStages) & 1) ^ 1);
     if (rows64::seesaw_stage_empty(i * kStageRows, b, count)) {  // an empty tile B
       mbar_arrive(&s.full[b]);
       continue;
     }
-    copy_rows(rows64::seesaw_stage(&s.ring[0][0], b), rows64::kTileBlockBytes, 0, kStageRows, 1,
-              [&](int r) {
-                const int64_t slot = __shfl_sync(0xffffffffu, mine, r);
-                return RowPtrs{ckv + slot * x.ckv_stride_slot, kpe + slot * x.kpe_stride_slot, r < rows};
-              },
-              policy);
+    uint8_t* stage = rows64::seesaw_stage(&s.ring[0][0], b);
+#pragma unroll
+    for (int j = 0; j < kRowsPerLane; ++j) {
+      const int r = row0 + 4 * j;
+      const bool valid = slot[j] >= 0;
+      const int64_t at = valid ? slot[j] : 0;  // a masked chunk still needs a valid address
+      uint8_t* dst = stage + r * 128 + ((c ^ (r % 8)) * 16);
+      const uint16_t* src = ckv + at * x.ckv_stride_slot + c * 8;
+#pragma unroll
+      for (int k = 0; k < kBlocks - 1; ++k)
+        cp_async_16_hint(dst + k * rows64::kTileBlockBytes, src + k * 64, valid, policy);
+      cp_async_16_hint(dst + (kBlocks - 1) * rows64::kTileBlockBytes, kpe + at * x.kpe_stride_slot + c * 8, valid, policy);
+    }
     cp_async_arrive_on(&s.full[b]);
   }
 }
@@ -152,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   int32_t entries[kIdxPerThread];
   load_entries<kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
   if (threadIdx.x == 0) {
-    for (auto& b : s.full) mbar_init(&b, 32);  // the filling warp's lanes
+    for (auto& b : s.full) mbar_init(&b, kProducers * 32);  // every producer lane
     for (auto& b : s.empty) mbar_init(&b, kWgs * kConsumerThreads);
     mbar_init(&s.q_full, kThreads);  // every thread's cp.async arrival (load_q)
     for (auto& b : s.hand) mbar_init(&b, rows64::kWgThreads);
