@@ -28,8 +28,12 @@ namespace {
 constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
 // The only compiled h64 instance's pipe: four 32-slot stages, a producer warpgroup.
 constexpr Pipe kH64Pipe{h64::kStages, h64::kProducers};
-// The default takes h64 from this many T x heads (64 heads from T = 32, 128 from T = 16).
-constexpr int kH64MinTokenHeads = 2048;
+// The default takes h64 from this many T x heads (64 heads from T = 9, 128 from T = 5): since its
+// producers copy a row per lane group (devlog step 38) h64 beats h32 there (64 heads T = 9 / 10 /
+// 12 / 16: 22.5 / 22.7 / 23.5 / 25.2 us against 28.6 / 28.8 / 29.3 / 30.7; 128 heads T = 5 / 6:
+// 21.7 / 22.2 against the pooled h32's 31.8 / 32.8) and loses below (64 heads T = 8, 128 heads
+// T = 4: 21.4 against 19.2 us; the T <= 2 rows by ~4 us): devlog step 39.
+constexpr int kH64MinTokenHeads = 576;
 // Up to this many T x heads the default keeps one consumer warpgroup per CTA (h16) at 32, 64 and
 // 128 heads: the head groups then run side by side on more SMs, the later ones reading the rows
 // from L2 (devlog step 27: the contest at 32 heads 12.22 -> 10.14 us, at 64 13.77 -> 13.02 us
@@ -205,9 +209,8 @@ class V2Fused final : public DsaKernel {
   // 32 heads, and 64 or 128 heads at small batches: two consumer warpgroups per CTA on each
   // gathered tile (h32), 0.66-0.72 x the time of one per 16 heads at T = 128 (the devlog's "More
   // heads"); up to T x H = kH16MaxTokenHeads one per CTA (h16), whose head groups spread over more
-  // SMs. From T x H >= 2048 at 64 or 128 heads: the wgmma kernel of 64 heads per CTA (h64),
-  // 0.77-0.83 x h32's time there; below it h32 was faster (the contest shapes, 64 heads at T = 16:
-  // the devlog's step 10).
+  // SMs. From T x H >= kH64MinTokenHeads at 64 or 128 heads: the wgmma kernel of 64 heads per CTA
+  // (h64); below it h32 is faster (the short rows: h64's 72 KB Q and longer tile chain).
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
     if (p.num_heads % h64::kCtaHeads == 0 && p.num_tokens * p.num_heads >= kH64MinTokenHeads) {
       DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, h64::kCtaHeads)),
