@@ -61,12 +61,13 @@ def test_strided_views_the_contract_allows(torch, gpu):
     check(torch, (q_nope, q_pe, ckv, kpe, idx), out, lse)
 
 
-def test_pooled_rows_read_index_views_and_any_topk(torch, gpu):
-    """At 128 heads and T = 5..8 the default pools the rows: every CTA copies every index row. The
-    rows as a column slice of a wider buffer (a row stride past topk), and a topk that is not a
-    multiple of 4 (each row's copies end in 4-byte ones, then -1)."""
+def test_wide_rows_read_index_views_and_any_topk(torch, gpu):
+    """At 128 heads and T = 5..8 the default runs 64 heads per CTA on wgmma (h64; pooled rows, b1,
+    before it: their binding-level check ended with that default, tests/gpu keeps their kernel
+    checks): each CTA compacts its index row into the workspace. The rows as a column slice of a
+    wider buffer (a row stride past topk), and a topk that is not a multiple of 4."""
     for T, topk, valid in ((5, 2048, [2048, 3, 0, 700, 64]), (8, 2047, [9, 2047, 1, 212, 11, 25, 0, 50])):
-        assert mlakit.plan_info(T, 128, topk=topk, device=gpu.index, num_heads=128)["tiling"].endswith("b1")
+        assert mlakit.plan_info(T, 128, topk=topk, device=gpu.index, num_heads=128)["tiling"].endswith("h64")
         inputs = make_inputs(torch, T, num_pages=128, topk=topk, device=gpu, seed=60 + T, valid=valid, heads=128)
         wide = torch.full((T, 4096), -1, dtype=torch.int32, device=gpu)
         wide[:, :topk] = inputs[4]
@@ -158,11 +159,11 @@ def test_cuda_graph_replays_new_input_values(torch, gpu):
                            ((12, [2048, 7, 0, 1500]), (13, [5, 2048, 2048, 0]), (19, [1, 64, 65, 1999])))
 
 
-def test_cuda_graph_of_pooled_rows_replays_new_input_values(torch, gpu):
-    """128 heads, T = 6: the default pools the rows (a long row takes the CTAs the short rows of
-    other tokens leave), so the CTAs that merge a row and its partials' places change with the
-    valid counts of every replay."""
-    assert mlakit.plan_info(6, 64, device=gpu.index, num_heads=128)["tiling"].endswith("b1")
+def test_cuda_graph_of_wide_rows_replays_new_input_values(torch, gpu):
+    """128 heads, T = 6: the default runs 64 heads per CTA (h64), each row split by its own valid
+    count, so which CTAs work, merge or leave, and the compacted slots each CTA keeps in the
+    workspace, change with the valid counts of every replay."""
+    assert mlakit.plan_info(6, 64, device=gpu.index, num_heads=128)["tiling"].endswith("h64")
     replay_on_fresh_inputs(torch, gpu, 6, 128, 51, ((52, [2048, 3, 0, 700, 64, 9]), (53, [1, 2, 2048, 2048, 0, 33]),
                                                      (54, [0, 0, 0, 0, 0, 2048])))
 
