@@ -15,6 +15,9 @@
 //   The end as v2_fused, by the consumer threads: one split writes O / l and the lse, several
 //   write partials per 16-head block and merge in the kernel (kernel.cuh).
 // The compacted slots live in the workspace (p.slots): Q, P and four stages fill shared memory.
+// Diagnosis builds (CMake MLAKIT_RING_DIAG, docs/workbench.md; outputs not valid): math-alone (the
+// producers copy nothing), gather-alone (the consumers release each pair unread), issue-only (a
+// stage counts as full once its copies are issued, not when they land). Devlog steps 37-38.
 #pragma once
 
 #include <cstdint>
@@ -80,6 +83,10 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
       mbar_arrive(&s.full[b]);
       continue;
     }
+#if defined(MLAKIT_RING_DIAG_MATH_ALONE)
+    mbar_arrive(&s.full[b]);  // diagnosis build: nothing is copied (the consumers read stale rows)
+    continue;
+#endif
     uint8_t* stage = rows64::seesaw_stage(&s.ring[0][0], b);
 #pragma unroll
     for (int j = 0; j < kRowsPerLane; ++j) {
@@ -93,8 +100,15 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
         cp_async_16_hint(dst + k * rows64::kTileBlockBytes, src + k * 64, valid, policy);
       cp_async_16_hint(dst + (kBlocks - 1) * rows64::kTileBlockBytes, kpe + at * x.kpe_stride_slot + c * 8, valid, policy);
     }
+#if defined(MLAKIT_RING_DIAG_ISSUE_ONLY)
+    mbar_arrive(&s.full[b]);  // diagnosis build: the stage counts as full once its copies are issued
+#else
     cp_async_arrive_on(&s.full[b]);
+#endif
   }
+#if defined(MLAKIT_RING_DIAG_ISSUE_ONLY)
+  cp_async_wait<0>();  // no copy may land in the shared memory of a finished CTA
+#endif
 }
 
 // The consumer warpgroups' walk over the CTA's `count` slots, the seesaw (rows64::pair_seesaw):
@@ -105,12 +119,23 @@ __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& s
   mbar_wait(&s.q_full, 0);
   fence_async_smem();  // cp.async wrote Q; wgmma reads it
   const int pairs = num_stages_of(count) / kStages;
+#if defined(MLAKIT_RING_DIAG_GATHER_ALONE)
+  // Diagnosis build: each pair's stages are waited for and released, nothing is computed.
+  for (int i = 0; i < pairs; ++i) {
+    rows64::wait_slot(s.full, 0, uint32_t(i & 1));
+    rows64::wait_slot(s.full, 1, uint32_t(i & 1));
+    rows64::release_slot(s.empty, 0);
+    rows64::release_slot(s.empty, 1);
+  }
+  (void)wg, (void)scale_log2, (void)st, (void)o;
+#else
   for (int i = 0; i < pairs; ++i) {
     const int rows = max(0, min(kTileRows, count - (2 * i + wg) * kTileRows));
     const int lim[2] = {rows, rows};
     const bool b_empty = (2 * i + 1) * kTileRows >= count;
     rows64::pair_seesaw(s, lim, scale_log2, st, o, uint32_t(i & 1), b_empty, [] {});
   }
+#endif
 }
 
 // Each head's sum over both warpgroups (fixed order), the same in both.
