@@ -93,7 +93,7 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
       const int r = row0 + 4 * j;
       const bool valid = slot[j] >= 0;
       const int64_t at = valid ? slot[j] : 0;  // a masked chunk still needs a valid address
-      uint8_t* dst = stage + r * 128 + ((c ^ (r % 8)) * 16);
+      uint8_t* dst = stage + rows64::chunk_offset(r, c, 0);  // chunk c of block 0; block k lies k tile blocks on
       const uint16_t* src = ckv + at * x.ckv_stride_slot + c * 8;
 #pragma unroll
       for (int k = 0; k < kBlocks - 1; ++k)
