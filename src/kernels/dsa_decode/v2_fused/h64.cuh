@@ -7,11 +7,11 @@
 //   passes 0 -> 1 -> 0 through shared memory with P, and each warpgroup accumulates O for its 256
 //   dims over both tiles (m64n256k16, A = its own P from registers, the other's from smem).
 //   warps 8-11: producers (one warpgroup, its registers lowered by setmaxnreg for the consumers'
-//   accumulators). Q once (64 heads x 576 into 9 swizzled blocks), then stage after stage, each
-//   warp 8 of its 32 rows by 16-byte cp.async into the swizzled blocks (a group of 8 lanes per
-//   row, a lane one 16-byte chunk of each 64-dim block), completion counted on the stage's
-//   mbarrier; the slots are padded to whole pairs of tiles (zeros; a tile B wholly past them is
-//   skipped).
+//   accumulators). Q once (64 heads x 576 into 9 swizzled blocks), then the stages, a warp pair
+//   every other one, each warp 16 of its 32 rows by 16-byte cp.async into the swizzled blocks (a
+//   group of 8 lanes per row, a lane one 16-byte chunk of each 64-dim block), completion counted
+//   on the stage's mbarrier; the slots are padded to whole pairs of tiles (zeros; a tile B wholly
+//   past them is skipped).
 //   The end as v2_fused, by the consumer threads: one split writes O / l and the lse, several
 //   write partials per 16-head block and merge in the kernel (kernel.cuh).
 // The compacted slots live in the workspace (p.slots): Q, P and four stages fill shared memory.
@@ -51,26 +51,30 @@ __device__ __forceinline__ int num_stages_of(int count) {
   return ((count + kStageRows - 1) / kStageRows + kStages - 1) / kStages * kStages;
 }
 
-// Producer warp `pw` of kProducers: rows kRowsPerWarp pw .. of every stage (slots[] in global
-// memory, written by this CTA's compaction). Lane group g = lane / 8 copies rows g and g + 4 of
+// Producer warp `pw` of kProducers: the warp pair pw / 2 fills every other stage (pair 0 the even
+// ones), warp pw % 2 of the pair its 16 rows kRowsPerWarp (pw % 2) .. (slots[] in global memory,
+// written by this CTA's compaction). Lane group g = lane / 8 copies rows g, g + 4, g + 8, g + 12 of
 // the warp's share, lane c = lane % 8 chunk c of each of a row's nine 64-dim blocks (8 lanes x 16
 // bytes = one block's 128-byte row), straight into the swizzle; a lane's slots are read before it
 // waits for the stage's buffer. Rows past `count` are zeros; a tile B wholly past it is not
-// written (its consumers skip it). Every warp takes a share of every stage so that a released
-// tile is requested four warps at a time, and a lane's two rows cost two address computations
-// instead of a shuffle and a swizzle per row (devlog step 38).
-constexpr int kRowsPerWarp = kStageRows / kProducers;  // 8
-constexpr int kRowsPerLane = kRowsPerWarp / 4;          // 2: four lane groups of 8 per warp
-static_assert(kRowsPerLane * 4 * kProducers == kStageRows, "every row of a stage has one lane group");
+// written (its consumers skip it). A lane's rows cost one address computation each instead of a
+// shuffle and a swizzle per row (devlog step 38); two warps per stage, two stages filled at once,
+// beat four warps on every stage (step 40: the gather alone 21-22 % faster at 128 heads).
+constexpr int kWarpsPerStage = 2;
+constexpr int kWarpSets = kProducers / kWarpsPerStage;
+constexpr int kRowsPerWarp = kStageRows / kWarpsPerStage;  // 16
+constexpr int kRowsPerLane = kRowsPerWarp / 4;  // 4: four lane groups of 8 per warp
+static_assert(kWarpSets * kWarpsPerStage == kProducers && kStages % kWarpSets == 0, "warp sets take whole stages");
+static_assert(kRowsPerLane * 4 * kWarpsPerStage == kStageRows, "every row of a stage has one lane group");
 __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slots, int count, int pw) {
   const DsaTensors& x = p.io;
   const auto* ckv = static_cast<const uint16_t*>(x.ckv_cache);
   const auto* kpe = static_cast<const uint16_t*>(x.kpe_cache);
   const uint64_t policy = l2_policy(L2Evict::kFirst);
   const int lane = threadIdx.x % 32, c = lane % 8;
-  const int row0 = pw * kRowsPerWarp + lane / 8;  // the lane's rows: row0, row0 + 4
+  const int row0 = pw % kWarpsPerStage * kRowsPerWarp + lane / 8;  // the lane's rows: row0, row0 + 4, ..
   const int num_stages = num_stages_of(count);
-  for (int i = 0; i < num_stages; ++i) {
+  for (int i = pw / kWarpsPerStage; i < num_stages; i += kWarpSets) {
     const int b = i % kStages;
     int32_t slot[kRowsPerLane];
 #pragma unroll
@@ -198,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   int32_t entries[kIdxPerThread];
   load_entries<kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
   if (threadIdx.x == 0) {
-    for (auto& b : s.full) mbar_init(&b, kProducers * 32);  // every producer lane
+    for (auto& b : s.full) mbar_init(&b, kWarpsPerStage * 32);  // every lane of the stage's warps
     for (auto& b : s.empty) mbar_init(&b, kWgs * kConsumerThreads);
     mbar_init(&s.q_full, kThreads);  // every thread's cp.async arrival (load_q)
     for (auto& b : s.hand) mbar_init(&b, rows64::kWgThreads);
