@@ -15,9 +15,10 @@
 //   The end as v2_fused, by the consumer threads: one split writes O / l and the lse, several
 //   write partials per 16-head block and merge in the kernel (kernel.cuh).
 // The compacted slots live in the workspace (p.slots): Q, P and four stages fill shared memory.
-// Diagnosis builds (CMake MLAKIT_RING_DIAG, docs/workbench.md; outputs not valid): math-alone (the
-// producers copy nothing), gather-alone (the consumers release each pair unread), issue-only (a
-// stage counts as full once its copies are issued, not when they land). Devlog steps 37-38.
+// Diagnosis builds (MLAKIT_RING_DIAG_<NAME>, set by the CMake target mlakit_ring_diag for this
+// unit only, docs/workbench.md; outputs not valid): math-alone (the producers copy nothing),
+// gather-alone (the consumers release each pair unread), issue-only (a stage counts as full once
+// its copies are issued, not when they land). Devlog steps 37-40.
 #pragma once
 
 #include <cstdint>
