@@ -85,7 +85,7 @@ def read_records(out_dir):
     return records
 
 
-def run_passes(builds, args, out_root, run=subprocess.run):
+def run_passes(builds, args, out_root):
     """spans[name][workload] = [span of pass 1, ...]; records of the last pass per build."""
     spans = {name: {} for name, _ in builds}
     last = {}
@@ -97,7 +97,7 @@ def run_passes(builds, args, out_root, run=subprocess.run):
             out_dir = Path(out_root) / f"pass{k + 1}-{name}"
             out_dir.mkdir(parents=True)
             cmd = bench_command(path, args, out_dir)
-            done = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if done.returncode != 0:
                 tail = "\n".join(done.stdout.splitlines()[-5:])
                 raise Failure(f"{name}, pass {k + 1}: `{' '.join(cmd)}` exited {done.returncode}\n{tail}")
@@ -138,17 +138,13 @@ def table(builds, order, spans, last):
     head = ["workload"] + [f"{name}" for name, _ in builds] + [f"{name} / {base}" for name, _ in builds[1:]]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("| " + " | ".join(["---"] * len(head)) + " |")
-    means = {name: [] for name, _ in builds}
+    # means[name][w]: the build's mean span of workload w over the passes.
+    means = {name: {w: statistics.fmean(spans[name][w]) for w in order} for name, _ in builds}
     for w in order:
-        row = [w]
-        for name, _ in builds:
-            mean = statistics.fmean(spans[name][w])
-            means[name].append(mean)
-            row.append(" / ".join(f"{v:.2f}" for v in spans[name][w]))
-        b = statistics.fmean(spans[base][w])
-        row += [f"{statistics.fmean(spans[name][w]) / b:.3f}" for name, _ in builds[1:]]
+        row = [w] + [" / ".join(f"{v:.2f}" for v in spans[name][w]) for name, _ in builds]
+        row += [f"{means[name][w] / means[base][w]:.3f}" for name, _ in builds[1:]]
         lines.append("| " + " | ".join(row) + " |")
-    suite_mean = {name: statistics.fmean(v) for name, v in means.items()}
+    suite_mean = {name: statistics.fmean(m.values()) for name, m in means.items()}
     row = ["mean"] + [f"{suite_mean[name]:.2f}" for name, _ in builds]
     row += [f"{suite_mean[name] / suite_mean[base]:.3f}" for name, _ in builds[1:]]
     lines.append("| " + " | ".join(row) + " |")

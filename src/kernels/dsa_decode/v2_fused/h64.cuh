@@ -54,10 +54,10 @@ __device__ __forceinline__ int num_stages_of(int count) {
 
 // Producer warp `pw` of kProducers: the warp pair pw / 2 fills every other stage (pair 0 the even
 // ones), and within a stage warp pw % 2 copies the 16 rows from kRowsPerWarp * (pw % 2) (slots[]
-// in global memory, written by this CTA's compaction). Lane group g = lane / 8 copies rows g, g + 4, g + 8, g + 12 of
-// the warp's share, lane c = lane % 8 chunk c of each of a row's nine 64-dim blocks (8 lanes x 16
-// bytes = one block's 128-byte row), straight into the swizzle; a lane's slots are read before it
-// waits for the stage's buffer. Rows past `count` are zeros; a tile B wholly past it is not
+// in global memory, written by this CTA's compaction). Lane group g = lane / 8 copies rows g,
+// g + 4, g + 8, g + 12 of the warp's share, lane c = lane % 8 chunk c of each of a row's nine
+// 64-dim blocks (8 lanes x 16 bytes = one block's 128-byte row), straight into the swizzle; a
+// lane's slots are read before it waits for the stage's buffer. Rows past `count` are zeros; a tile B wholly past it is not
 // written (its consumers skip it). A lane's rows cost one address computation each instead of a
 // shuffle and a swizzle per row (devlog step 38); two warps per stage, two stages filled at once,
 // beat four warps on every stage (step 40: the gather alone ~20 % faster at 128 heads).
