@@ -13,8 +13,10 @@
 //   on the stage's mbarrier; the slots are padded to whole pairs of tiles (zeros; a tile B wholly
 //   past them is skipped).
 //   The end as v2_fused, by the consumer threads: one split writes O / l and the lse, several
-//   write partials per 16-head block and merge in the kernel (kernel.cuh).
+//   write partials per 16-head block (kernel.cuh's layout), both through shared memory in whole
+//   rows (store); the splits of a row then merge the CTA's 64 heads in one walk (merge_cta).
 // The compacted slots live in the workspace (p.slots): Q, P and four stages fill shared memory.
+// Phase-timeline stamps as in kernel.cuh (MLAKIT_TIMELINE builds only; scripts/timeline.py).
 // Diagnosis builds (MLAKIT_RING_DIAG_<NAME>, set by the CMake target mlakit_ring_diag for this
 // unit only, docs/workbench.md; outputs not valid): math-alone (the producers copy nothing),
 // gather-alone (the consumers release each pair unread), issue-only (a stage counts as full once
@@ -84,6 +86,7 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
       slot[j] = at < count ? slots[at] : -1;
     }
     mbar_wait(&s.empty[b], ((i / kStages) & 1) ^ 1);
+    MLAKIT_STAMP(i == 0 && pw == 0 && threadIdx.x % 32 == 0, kFillStart);  // the phase timeline (no-op elsewhere)
     if (rows64::seesaw_stage_empty(i * kStageRows, b, count)) {  // an empty tile B
       mbar_arrive(&s.full[b]);
       continue;
@@ -110,6 +113,8 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
 #else
     cp_async_arrive_on(&s.full[b]);
 #endif
+    MLAKIT_STAMP(i == 0 && pw == 0 && threadIdx.x % 32 == 0, kIssued);
+    MLAKIT_STAMP(i + kWarpSets >= num_stages && threadIdx.x % 32 == 0, kLastIssued);
   }
 #if defined(MLAKIT_RING_DIAG_ISSUE_ONLY)
   cp_async_wait<0>();  // no copy may land in the shared memory of a finished CTA
@@ -123,6 +128,7 @@ __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& s
   const int wg = consumer_wg();
   mbar_wait(&s.q_full, 0);
   fence_async_smem();  // cp.async wrote Q; wgmma reads it
+  MLAKIT_STAMP(threadIdx.x == 0, kQReady);
   const int pairs = num_stages_of(count) / kStages;
 #if defined(MLAKIT_RING_DIAG_GATHER_ALONE)
   // Diagnosis build: each pair's stages are waited for and released, nothing is computed.
@@ -134,12 +140,21 @@ __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& s
   }
   (void)wg, (void)scale_log2, (void)st, (void)o;
 #else
+#if defined(MLAKIT_TIMELINE)
+  if (threadIdx.x == 0) {  // the first tile's rows landed (the pair below waits for the same phase)
+    mbar_wait(&s.full[0], 0);
+    mbar_wait(&s.full[1], 0);
+    MLAKIT_STAMP(true, kFirstTile);
+  }
+#endif
   for (int i = 0; i < pairs; ++i) {
     const int rows = max(0, min(kTileRows, count - (2 * i + wg) * kTileRows));
     const int lim[2] = {rows, rows};
     const bool b_empty = (2 * i + 1) * kTileRows >= count;
     rows64::pair_seesaw(s, lim, scale_log2, st, o, uint32_t(i & 1), b_empty, [] {});
   }
+  MLAKIT_STAMP(threadIdx.x == 0, kLastTile);  // every pair done (the last tile's phases are not split)
+  MLAKIT_STAMP(threadIdx.x == 0, kLastPv);
 #endif
 }
 
@@ -148,47 +163,102 @@ __device__ inline void total_sums(SmemPlan& s, const Rows& st, float (&l_total)[
   rows64::total_sums(s, st, l_total);
 }
 
-// A quad's words of four neighbouring n8 tiles (a[t]: this lane's bf16 pair of tile t, columns 2q
-// and 2q + 1) transposed so that lane q holds all of tile q (lane s's pair in word s): the quad's
-// 64 contiguous bytes go out as one 16-byte store per lane, whole sectors, instead of four
-// 4-byte stores per lane that each fill half a sector (devlog step 21).
-__device__ __forceinline__ uint4 quad_transpose(const uint32_t (&a)[4], int q) {
-  const auto pick = [](const uint32_t (&v)[4], int i) { return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3]; };
-  uint32_t got[4];  // got[i]: lane q ^ i's pair of tile q
-  got[0] = pick(a, q);
-#pragma unroll
-  for (int i = 1; i < 4; ++i) got[i] = __shfl_xor_sync(0xffffffffu, pick(a, q ^ i), i);
-  return make_uint4(pick(got, q), pick(got, q ^ 1), pick(got, q ^ 2), pick(got, q ^ 3));
-}
-
-// One split: O / l as bf16 and the lse; several: the unnormalised partial of 16-head block hb =
-// 4 block + warp, O as bf16 (part_o_bf16) and (m, l) fp32 (consumer threads).
-__device__ inline void store(const Params& p, int block, int split, int splits, const Rows& st,
+// One split: O / l as bf16 and the lse; several: the unnormalised partial of each 16-head block
+// hb = 4 block + w, O as bf16 (part_o_bf16) and (m, l) fp32 (consumer threads). O goes through
+// shared memory (the ring, idle once total_sums has met both warpgroups) so that a warp's store
+// is 512 contiguous bytes of one row: the fragments' own stores (a quad's 64 bytes of each of 8
+// rows, devlog step 21) drained at ~20 bytes a cycle, ~5,000 cycles for the CTA's 64 KB (step 41).
+// The staged rows are 1 KB and 16 bytes apart, so that a warp's fragment writes (8 rows x 4
+// lanes) fall in 32 distinct banks.
+constexpr int kStagedPitch = kDimV * 2 + 16;
+static_assert(kCtaHeads * kStagedPitch <= kStages * kStageBytes, "the staged output fits the ring");
+__device__ inline void store(const Params& p, SmemPlan& s, int block, int split, int splits, const Rows& st,
                              const float (&l_total)[2], const float (&o)[128]) {
-  const int wg = consumer_wg(), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-  const int hb = block * (kCtaHeads / kHeads) + wg_warp();
+  const int wg = consumer_wg(), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4, w = wg_warp();
   const bool whole = splits == 1;
-  const int64_t row0 = whole ? int64_t(hb) * kHeads : (int64_t(hb) * p.max_splits + split) * kHeads;
-  uint16_t* dst = (whole ? static_cast<uint16_t*>(p.io.output) : part_o_bf16(p)) + wg * kDimsPerWg;
+  // Row r of the CTA's 64 in the output (one split) or in its block's partials.
+  const auto out_row = [&](int r) {
+    const int hb = block * (kCtaHeads / kHeads) + r / kHeads;
+    return whole ? int64_t(hb) * kHeads + r % kHeads : block_rows(p, hb).first + split * kHeads + r % kHeads;
+  };
+  uint8_t* staged = &s.ring[0][0];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
+    const int row = 16 * w + g + 8 * r;
     const float k = whole ? fast_rcp(l_total[r]) : 1.f;
-    uint16_t* row = dst + (row0 + g + 8 * r) * kDimV;
+    uint8_t* dst = staged + row * kStagedPitch + (wg * kDimsPerWg + 2 * q) * 2;
 #pragma unroll
-    for (int j0 = 0; j0 < 32; j0 += 4) {  // n8 tiles j0 .. j0 + 3: dims [8 j0, 8 j0 + 32) of the warpgroup's
-      uint32_t a[4];
-#pragma unroll
-      for (int t = 0; t < 4; ++t) a[t] = pack_bf16x2(o[4 * (j0 + t) + 2 * r] * k, o[4 * (j0 + t) + 2 * r + 1] * k);
-      *reinterpret_cast<uint4*>(row + 8 * (j0 + q)) = quad_transpose(a, q);
-    }
+    for (int j = 0; j < 32; ++j)  // n8 tile j: dims 8 j + 2 q, + 1 of the warpgroup's 256
+      *reinterpret_cast<uint32_t*>(dst + 16 * j) = pack_bf16x2(o[4 * j + 2 * r] * k, o[4 * j + 2 * r + 1] * k);
     if (wg == 0 && q == 0) {
-      if (whole) p.io.lse[hb * kHeads + g + 8 * r] = st.m[r] + fast_log2(l_total[r]);
-      else p.part_ml[row0 + g + 8 * r] = make_float2(st.m[r], l_total[r]);
+      if (whole) p.io.lse[out_row(row)] = st.m[r] + fast_log2(l_total[r]);
+      else p.part_ml[out_row(row)] = make_float2(st.m[r], l_total[r]);
+    }
+  }
+  pair_sync();
+  uint16_t* out = whole ? static_cast<uint16_t*>(p.io.output) : part_o_bf16(p);
+  constexpr int kChunks = kDimV * 2 / 16;  // 16-byte chunks per row
+#pragma unroll 4
+  for (int i = threadIdx.x; i < kCtaHeads * kChunks; i += kWgs * kConsumerThreads) {
+    const int row = i / kChunks, c = i % kChunks;
+    reinterpret_cast<uint4*>(out + out_row(row) * kDimV)[c] =
+        *reinterpret_cast<const uint4*>(staged + row * kStagedPitch + c * 16);
+  }
+}
+
+// The CTA's 64 heads merged in one walk: split s of S merges output chunks [s 4096 / S,
+// (s + 1) 4096 / S), a chunk being 8 dims of one head (kernel.cuh's merge_splits, called for the
+// four 16-head blocks in turn, waited for an L2 round trip per block). A thread takes K chunks at
+// a time with the partials of B splits each loaded before any is folded; the splits fold in order,
+// as in merge_splits (deterministic).
+template <int K, int B>
+__device__ inline void merge_cta(const Params& p, int block, int split, int splits) {
+  constexpr int kChunksPerHead = kDimV / 8, kChunks = kCtaHeads * kChunksPerHead;
+  constexpr int kMergers = kWgs * kConsumerThreads;
+  const int begin = split * kChunks / splits, end = (split + 1) * kChunks / splits;
+  const uint16_t* part = part_o_bf16(p);
+  for (int c0 = begin + int(threadIdx.x); c0 < end; c0 += K * kMergers) {
+    ChunkMerge m[K];
+    int64_t base[K], stride[K];
+    bool in[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int c = c0 + k * kMergers, head = c / kChunksPerHead;
+      const SplitRows rows = block_rows(p, block * (kCtaHeads / kHeads) + head / kHeads);
+      in[k] = c < end;
+      base[k] = rows.first + head % kHeads;
+      stride[k] = rows.stride;
+    }
+    for (int j0 = 0; j0 < splits; j0 += B) {
+      uint4 x[K][B];
+      float2 v[K][B];
+#pragma unroll
+      for (int k = 0; k < K; ++k)  // every load of the round first
+#pragma unroll
+        for (int u = 0; u < B; ++u) {
+          const bool load = in[k] && j0 + u < splits;
+          const int64_t row = base[k] + (j0 + u) * stride[k];
+          const int d0 = ((c0 + k * kMergers) % kChunksPerHead) * 8;
+          x[k][u] = load ? *reinterpret_cast<const uint4*>(part + row * kDimV + d0) : make_uint4(0, 0, 0, 0);
+          v[k][u] = load ? p.part_ml[row] : float2{};
+        }
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+#pragma unroll
+        for (int u = 0; u < B; ++u)  // l = 0 past the splits
+          m[k].add(v[k][u].x, v[k][u].y, unpack_bf16x4(x[k][u].x, x[k][u].y), unpack_bf16x4(x[k][u].z, x[k][u].w));
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int c = c0 + k * kMergers, head = c / kChunksPerHead;
+      if (in[k])
+        store_chunk(p, m[k], block * (kCtaHeads / kHeads) + head / kHeads, head % kHeads, (c % kChunksPerHead) * 8);
     }
   }
 }
 
-// FewSplits: the twin for launches of 2-4 splits per row (merge_few_splits, devlog step 31).
+// FewSplits: the twin for launches of 2-4 splits per row (devlog step 31), whose merge takes four
+// chunks per thread at a time.
 template <bool FewSplits = false>
 __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -199,6 +269,7 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   const int warp = threadIdx.x / 32;
   const bool producer = warp >= kWgs * kConsumerWarps;
   const int pw = warp - kWgs * kConsumerWarps;
+  MLAKIT_STAMP_START(threadIdx.x == 0);
   // The index row's loads go out first: their round trip overlaps the set-up below.
   int32_t entries[kIdxPerThread];
   load_entries<kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
@@ -215,12 +286,15 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   const RowSlice rs = slice_entries<kThreads, kIdxPerThread>(entries, p.num_slots, split, p.max_splits, p.min_rows,
                                                              merging_whole_rows(p.min_rows), slots, s.warp_count);
   const bool works = split < rs.splits && rs.n_valid > 0;
+  MLAKIT_STAMP(threadIdx.x == 0, kSliced);
+  MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(rs.count) | (uint64_t(rs.splits) << 32));
   // No copy may land in the smem of a finished CTA.
   if (works) cp_async_arrive_on(&s.q_full);
   else cp_async_wait<0>();
   if (!works) {
     if (split == 0)
       for (int w = 0; w < kBlocksPerCta; ++w) store_empty(p, block * kBlocksPerCta + w);
+    MLAKIT_STAMP_STOP(threadIdx.x == 0);
     return;
   }
   if (producer) {  // the producer warpgroup leaves once its copies are issued (consumers wait for them)
@@ -235,17 +309,24 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
     float l_total[2];
     consume(s, rs.count, p.scale_log2, st, o);
     total_sums(s, st, l_total);
-    store(p, block, split, rs.splits, st, l_total, o);
+    MLAKIT_STAMP(threadIdx.x == 0, kRowSums);
+    store(p, s, block, split, rs.splits, st, l_total, o);
+    MLAKIT_STAMP(threadIdx.x == 0, kStored);
   }
-  if (rs.splits == 1) return;
+  if (rs.splits == 1) {
+    MLAKIT_STAMP_STOP(threadIdx.x == 0);
+    return;
+  }
   uint32_t* counters = p.counters + 2 * block;
   const uint32_t left_before = wait_for_row(counters, rs.splits, [] { pair_sync(); });
-  for (int w = 0; w < kBlocksPerCta; ++w) {
-    const int hb = block * kBlocksPerCta + w;
-    if constexpr (FewSplits) merge_few_splits(p, block_rows(p, hb), hb, split, rs.splits, kWgs * kConsumerThreads);
-    else merge_splits(p, hb, split, rs.splits, kWgs * kConsumerThreads);
-  }
+  MLAKIT_STAMP(threadIdx.x == 0, kMet);
+  // 2-4 splits: 1,024-2,048 chunks per CTA, four per thread at a time; more: two, the partials of
+  // eight splits of each at a time.
+  if constexpr (FewSplits) merge_cta<4, 4>(p, block, split, rs.splits);
+  else merge_cta<2, kMergeBatch>(p, block, split, rs.splits);
+  MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   leave_row(counters, rs.splits, left_before);
+  MLAKIT_STAMP_STOP(threadIdx.x == 0);
 }
 
 }  // namespace mlakit::dsa_v2::h64

@@ -17,9 +17,13 @@ cudaError_t launch_h64_one(const Params& params, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t launch_h64(const Params& params, cudaStream_t stream) {
+  kernels::timeline::begin(stream);  // the phase timeline of a MLAKIT_TIMELINE build; else nothing
   // runs_merge_twin for the h64 instance: the split count alone decides.
-  if (merges_few_splits(params.max_splits)) return launch_h64_one<true>(params, stream);
-  return launch_h64_one<false>(params, stream);
+  const cudaError_t e = merges_few_splits(params.max_splits) ? launch_h64_one<true>(params, stream)
+                                                             : launch_h64_one<false>(params, stream);
+  kernels::timeline::end(stream, e, params.max_splits * params.head_groups * params.num_tokens,
+                         "dsa_decode.v2_fused.h64");
+  return e;
 }
 
 cudaError_t kernel_attributes_h64(cudaFuncAttributes* attr) {
