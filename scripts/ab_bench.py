@@ -127,8 +127,9 @@ def table(builds, order, spans, last):
     base = builds[0][0]
     lines = []
     first = last[base][order[0]]
+    suite = first.get("suite", "?").removeprefix("suite ")  # records hold the bench's title, "suite NAME"
     lines.append(f"{first.get('device', '?')}, SM clock {first.get('sm_clock_mhz', '?')} MHz, suite "
-                 f"{first.get('suite', '?')}, kernel {first.get('kernel', '?')}; span = median_us of "
+                 f"{suite}, kernel {first.get('kernel', '?')}; span = median_us of "
                  f"`mlakit bench` ({first.get('method', '?')}), us, passes in the order run")
     throttled = sorted({f"{name}: {r['throttle']}" for name, _ in builds for r in last[name].values()
                         if r.get("throttle") not in (None, "", "none")})

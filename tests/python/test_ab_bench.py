@@ -27,7 +27,7 @@ spans = {spans!r}
 with open(os.path.join(out, "bench.jsonl"), "a") as f:
     for i, w in enumerate({workloads!r}):
         f.write(json.dumps(dict(workload=w, median_us=spans[i] + 0.5 * (calls - 1), device="NVIDIA H200",
-                                sm_clock_mhz=1980, throttle="none", method={method!r}, suite="dsa-serving",
+                                sm_clock_mhz=1980, throttle="none", method={method!r}, suite="suite dsa-serving",
                                 kernel="dsa_decode.v2_fused.bf16", tiling="s8n64x4m1p4g2w1h64",
                                 verified={verified!r})) + "\n")
 '''
@@ -62,6 +62,7 @@ def test_alternating_passes_and_the_ratio_to_the_baseline(tmp_path, capsys):
     assert "| serving-T32 | 40.00 / 40.50 / 41.00 | 30.00 / 30.50 / 31.00 | 0.753 |" in out
     assert "| mean | 30.50 | 20.50 | 0.672 |" in out
     assert "NVIDIA H200" in out and "CUPTI span, cold L2" in out
+    assert "suite dsa-serving, kernel" in out  # the records' title ("suite NAME") named once
 
 
 def test_arguments_after_the_separator_reach_every_run(tmp_path):
