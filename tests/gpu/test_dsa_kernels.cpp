@@ -201,7 +201,8 @@ TEST(DsaFp8Tilings, EveryInstanceMatchesReference) {
 // More heads run as one CTA per 16, 32 (h32: two consumer warpgroups on each gathered tile) or 64
 // heads (h64: wgmma with the heads as M) and split: split rows merge per block of 16 heads, one CTA
 // per row writes directly, every MMA path takes its Q block from the head group's offset, and h64
-// with 32-slot splits ends rows on one-stage tiles.
+// with 32-slot splits ends rows on one-stage tiles; with 16 it merges a row's partials in two
+// batches of eight splits (merge_cta).
 TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
   for (const char* key : {"dsa_decode.v2_fused.bf16", "dsa_decode.v2_fp8.fp8"}) {
     const KernelEntry* kernel = find_kernel(key);
@@ -210,7 +211,7 @@ TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
     const bool fp8 = kernel->info().dtype == "fp8";
     for (int heads : {32, 64, 128})
       for (const char* tiling : {"s1n64x4m1p2", "s4n32x4m1p2", "s2n64x4m1p2w1", "s1n64x4m1h32", "s4n32x4m1p2h32",
-                                 "s1n64x4m1p4g2w1h64", "s4n32x4m1p4g2w1h64"}) {
+                                 "s1n64x4m1p4g2w1h64", "s4n32x4m1p4g2w1h64", "s16n32x4m1p4g2w1h64"}) {
         const std::string how = tiling;
         const bool wide = how.find("h64") != std::string::npos;
         if (fp8 && (how.find("w1") != std::string::npos || how.find("h32") != std::string::npos))
