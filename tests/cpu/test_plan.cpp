@@ -240,16 +240,18 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   heads.num_heads = 8;
   EXPECT_NE(why(heads, "s1n64x4m1p2").find("runs 16, 32, 64 or 128 heads; got num_heads=8"), std::string::npos);
   // 32..128 heads: one CTA per 16, 32 (h32) or 64 (h64, wgmma) heads and split, all of them
-  // co-resident when rows split; the default takes 64 heads per CTA from T x H >= 576 (64 heads
-  // from T = 9, 128 from T = 5), 16 up to T x H = 256, 32 between (and at 32 heads from T = 9).
+  // co-resident when rows split; the default takes 64 heads per CTA from T x H >= 320 (64 heads
+  // from T = 5, 128 from T = 3), 16 up to T x H = 256, and 32 at 32 heads from T = 9.
   heads.num_heads = 128;
   EXPECT_EQ(why(heads, "s16n64x4m1p2"), "ok");
   EXPECT_NE(why(heads, "s32n64x4m1p2").find("all 256 (32 x T=1 x 8 head groups) must be resident at once"),
             std::string::npos);
   EXPECT_EQ(why(heads, "s32n64x4m1p2h32"), "ok");
   EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p4");
-  heads.num_tokens = 3;
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p2h32");
+  heads.num_tokens = 3;  // 2 head groups x 3 tokens x 16 splits: 96 CTAs
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p4g2w1h64");
+  heads.num_tokens = 2;  // T x H = 256: h16, eight head groups
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4");
   heads.num_tokens = 1;
   EXPECT_EQ(why(heads, "s64n64x4m1p4g2w1h64"), "ok");
   EXPECT_NE(why(heads, "s4n64x4m1p2g1h32").find("h32 (two consumer warpgroups) is compiled with g0"),
@@ -269,8 +271,12 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   // h64 keeps each CTA's compacted slots in the workspace, after the partials.
   heads.num_heads = 64;
   EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4g2w1h64");
-  heads.num_tokens = 8;  // T x H = 512: h32
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p2h32");
+  heads.num_tokens = 8;  // T x H = 512: h64 with 16 CTAs per row
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p4g2w1h64");
+  heads.num_tokens = 5;  // T x H = 320
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p4g2w1h64");
+  heads.num_tokens = 4;  // T x H = 256: h16, four head groups
+  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4");
   heads.num_tokens = 9;
   EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4g2w1h64");
   heads.num_tokens = 32;
@@ -305,10 +311,9 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   EXPECT_EQ(v2.default_tiling(contest(128), h200).name(), "s1n64x4m1p4");
   for (const DsaTiling& t : v2.search_space(contest(8)))
     EXPECT_TRUE(t.merge_head_groups == 1 && t.mma == 0) << t.name();
-  // Pooled rows (b1): the default where a token has at most 4 CTAs per head group, a full row gives
-  // each more than 256 slots and T <= 8 (64 heads at T = 5..8 on a GPU of 66 SMs, top-k 2048; on
-  // the H200 h64 takes those shapes first), never at T = 1 or with h64; every CTA copies the T
-  // index rows into its ring, which must hold them.
+  // Pooled rows (b1): a tuner's choice for h16 and h32 at T <= 8, no default since h64 takes 64
+  // and 128 heads from T x H >= 320 (devlog step 42); every CTA copies the T index rows into its
+  // ring, which must hold them.
   EXPECT_EQ(v2.default_tiling(contest(2), h200).name(), "s32n64x4m1p4");
   EXPECT_EQ(v2.default_tiling(contest(8), h200).name(), "s16n64x4m1p4");
   EXPECT_EQ(why(contest(8), "s16n64x4m1p2b1"), "ok");
@@ -320,29 +325,24 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   DsaProblem wide = contest(8);
   wide.num_heads = 128;
   EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s8n64x4m1p4g2w1h64");
-  wide.num_tokens = 4;  // T x H = 512: h32, 8 CTAs per token and head group
-  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s8n64x4m1p2h32");
+  wide.num_tokens = 4;  // T x H = 512: h64, 16 CTAs per token and head group
+  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s16n64x4m1p4g2w1h64");
   wide.num_tokens = 5;
   EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s8n64x4m1p4g2w1h64");
   DeviceFacts sm66 = h200;
   sm66.num_sms = 66;
   DsaProblem pooled = contest(8);
-  pooled.num_heads = 64;  // 2 head groups x 8 tokens x 4 splits fill 64 of 66 SMs
-  EXPECT_EQ(v2.default_tiling(pooled, sm66).name(), "s4n64x4m1p2h32b1");
-  pooled.num_tokens = 5;
-  EXPECT_EQ(v2.default_tiling(pooled, sm66).name(), "s4n64x4m1p2h32b1");
-  pooled.topk = 256;  // a full row takes one tile on each of its own CTAs: nothing to pool
-  EXPECT_EQ(v2.default_tiling(pooled, sm66).name(), "s4n64x4m1p2h32");
+  pooled.num_heads = 64;  // 1 head group x 8 tokens x 8 splits fill 64 of 66 SMs
+  EXPECT_EQ(v2.default_tiling(pooled, sm66).name(), "s8n64x4m1p4g2w1h64");
+  EXPECT_EQ(why(pooled, "s4n64x4m1p2h32b1"), "ok");  // the tuner may still pool h32
+  pooled.topk = 256;  // 4 splits of 64 fill a row
+  EXPECT_EQ(v2.default_tiling(pooled, sm66).name(), "s4n64x4m1p4g2w1h64");
   DsaProblem short_rows = contest(3);
   short_rows.topk = 256;
   EXPECT_EQ(v2.default_tiling(short_rows, h200).name(), "s4n64x4m1p4");
-  pooled.topk = 2047;  // 512 slots per CTA less one: pooled
-  EXPECT_EQ(v2.default_tiling(pooled, sm66).name(), "s4n64x4m1p2h32b1");
-  pooled.topk = 1024;  // 256 slots per CTA: not
-  EXPECT_EQ(v2.default_tiling(pooled, sm66).name(), "s4n64x4m1p2h32");
   wide.num_tokens = 8;
   wide.num_heads = 64;
-  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s8n64x4m1p2h32");
+  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s16n64x4m1p4g2w1h64");
   wide.num_heads = 128;
   EXPECT_NE(why(wide, "s2n64x4m1p4g2w1h64b1").find("b1 (pooled rows) is compiled with x4p2, g0 and w0, for h16 and h32"),
             std::string::npos);

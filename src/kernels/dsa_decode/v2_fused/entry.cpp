@@ -28,25 +28,23 @@ namespace {
 constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
 // The only compiled h64 instance's pipe: four 32-slot stages, a producer warpgroup.
 constexpr Pipe kH64Pipe{h64::kStages, h64::kProducers};
-// The default takes h64 from this many T x heads (64 heads from T = 9, 128 from T = 5): since its
-// producers copy a row per lane group (devlog step 38) h64 beats h32 there (64 heads T = 9 / 10 /
-// 12 / 16: 22.5 / 22.7 / 23.5 / 25.2 us against 28.6 / 28.8 / 29.3 / 30.7; 128 heads T = 5 / 6:
-// 21.7 / 22.2 against the pooled h32's 31.8 / 32.8) and loses below (64 heads T = 8, 128 heads
-// T = 4: 21.4 against 19.2 us; the T <= 2 rows by ~4 us): devlog step 39.
-constexpr int kH64MinTokenHeads = 576;
+// The default takes h64 from this many T x heads (64 heads from T = 5, 128 from T = 3). Since its
+// output goes out in whole rows and its split rows merge in one walk (devlog step 41) h64 with 16
+// CTAs per row beats h32 with 8 on long rows there (full rows, 64 heads T = 5 / 6 / 8: 16.8 /
+// 17.3 / 18.5 us against 18.9 / 19.3 / 20.5; 128 heads T = 3 / 4: 16.4 / 17.4 against 18.7 /
+// 19.3) and loses on short ones (200 valid slots a row: 13.4-13.7 against 10.9-11.1 us); the
+// 64-head contest mean 11.98 / 12.15 -> 11.19 / 11.23 us (devlog step 42). At T x H <= 256 the
+// T <= 2 rows lose ~4 us to h64 (step 39): h16 there.
+constexpr int kH64MinTokenHeads = 320;
 // Up to this many T x heads the default keeps one consumer warpgroup per CTA (h16) at 32, 64 and
 // 128 heads: the head groups then run side by side on more SMs, the later ones reading the rows
 // from L2 (devlog step 27: the contest at 32 heads 12.22 -> 10.14 us, at 64 13.77 -> 13.02 us
 // through its T <= 2 rows, at 128 16.37 -> 15.59 us; a bound of 128, h32 for 32 heads at T = 6-8,
 // kept 11.48 us at 32 heads).
 constexpr int kH16MaxTokenHeads = 256;
-// The default pools the rows (b1) when a token has at most this many CTAs per head group and a
-// full row would give each of them more than this many slots (4 tiles): pooling was measured to
-// win at 8 tiles per CTA (128 heads at T = 5..8, top-k 2048) and to lose at 4 with 8 CTAs per
-// token (64 heads). A row that fits its own CTAs at one tile each (a short top-k) has nothing to
-// gain and would pay the prologue.
-constexpr int kPoolBelowSplits = 4;
-constexpr int kPoolMinSlotsPerCta = 256;
+// No default pools rows (b1) since step 42: the shapes where it won (128 heads at T = 5..8 with
+// h32, step 17; 64 heads at T = 5..8 on GPUs of fewer SMs) all take h64 now, which has no pooled
+// instance (step 41: pooling it lost ~4.5 us of prologue per CTA). b1 stays a tuner choice.
 
 // Consumer warpgroups per CTA: one per 16 heads of the tiling's h.
 int wgs_of(const DsaTiling& t) { return t.cta_heads / kHeads; }
@@ -206,11 +204,10 @@ class V2Fused final : public DsaKernel {
     return out;
   }
 
-  // 32 heads, and 64 or 128 heads at small batches: two consumer warpgroups per CTA on each
-  // gathered tile (h32), 0.66-0.72 x the time of one per 16 heads at T = 128 (the devlog's "More
-  // heads"); up to T x H = kH16MaxTokenHeads one per CTA (h16), whose head groups spread over more
-  // SMs. From T x H >= kH64MinTokenHeads at 64 or 128 heads: the wgmma kernel of 64 heads per CTA
-  // (h64); below it h32 is faster (the short rows: h64's 72 KB Q and longer tile chain).
+  // 32 heads from T x H > kH16MaxTokenHeads: two consumer warpgroups per CTA on each gathered tile
+  // (h32), 0.66-0.72 x the time of one per 16 heads at T = 128 (the devlog's "More heads"); up to
+  // T x H = kH16MaxTokenHeads one per CTA (h16), whose head groups spread over more SMs. From T x H
+  // >= kH64MinTokenHeads at 64 or 128 heads: the wgmma kernel of 64 heads per CTA (h64).
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
     if (p.num_heads % h64::kCtaHeads == 0 && p.num_tokens * p.num_heads >= kH64MinTokenHeads) {
       DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, h64::kCtaHeads)),
@@ -224,11 +221,6 @@ class V2Fused final : public DsaKernel {
                 kDefaultMinRows,
                 pipe.stages, 1, pipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
     t.cta_heads = cta_heads;
-    // Pooled rows in the regime kPoolBelowSplits and kPoolMinSlotsPerCta describe (step 17), where
-    // the pipe has a pooled kernel (h16's paired pipe has none).
-    const bool pool = p.num_tokens >= 2 && t.num_splits <= kPoolBelowSplits &&
-                      p.topk > int64_t(kPoolMinSlotsPerCta) * t.num_splits && can_pool(p, t);
-    t.pool = pool ? 1 : 0;
     return t;
   }
 
