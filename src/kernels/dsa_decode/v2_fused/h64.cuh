@@ -59,10 +59,11 @@ __device__ __forceinline__ int num_stages_of(int count) {
 // in global memory, written by this CTA's compaction). Lane group g = lane / 8 copies rows g,
 // g + 4, g + 8, g + 12 of the warp's share, lane c = lane % 8 chunk c of each of a row's nine
 // 64-dim blocks (8 lanes x 16 bytes = one block's 128-byte row), straight into the swizzle; a
-// lane's slots are read before it waits for the stage's buffer. Rows past `count` are zeros; a tile B wholly past it is not
-// written (its consumers skip it). A lane's rows cost one address computation each instead of a
-// shuffle and a swizzle per row (devlog step 38); two warps per stage, two stages filled at once,
-// beat four warps on every stage (step 40: the gather alone ~20 % faster at 128 heads).
+// lane's slots are read before it waits for the stage's buffer. Rows past `count` are zeros; a
+// tile B wholly past it is not written (its consumers skip it). A lane's rows cost one address
+// computation each instead of a shuffle and a swizzle per row (devlog step 38); two warps per
+// stage, two stages filled at once, beat four warps on every stage (step 40: the gather alone
+// ~20 % faster at 128 heads).
 constexpr int kWarpsPerStage = 2;
 constexpr int kWarpSets = kProducers / kWarpsPerStage;
 constexpr int kRowsPerWarp = kStageRows / kWarpsPerStage;  // 16
@@ -142,8 +143,7 @@ __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& s
 #else
 #if defined(MLAKIT_TIMELINE)
   if (threadIdx.x == 0) {  // the first tile's rows landed (the pair below waits for the same phase)
-    mbar_wait(&s.full[0], 0);
-    mbar_wait(&s.full[1], 0);
+    rows64::wait_slot(s.full, 0, 0);
     MLAKIT_STAMP(true, kFirstTile);
   }
 #endif
