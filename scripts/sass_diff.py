@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Compares the SASS of two builds of one translation unit, function by function: what changed in
+the machine code when a source change (or a change that should have changed nothing) moved the
+time. No GPU needed.
+
+Usage:
+  python3 scripts/sass_diff.py A B [--function REGEX] [--order OPS [--from REGEX] [--gap N]] [--diff N]
+                               [--ignore-registers] [--names OLD,NEW]
+
+A and B: cubins (disassembled with the pinned nvdisasm, .deps/nvdisasm, or $NVDISASM) or the text
+of `nvdisasm -c`. scripts/cubin_of.sh compiles one translation unit of a build to a cubin with
+the build's own nvcc line (extra flags, such as -D of a variant, after the output path):
+
+  scripts/cubin_of.sh build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/new.cubin
+  git stash && scripts/cubin_of.sh build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/old.cubin; git stash pop
+  python3 scripts/sass_diff.py /tmp/old.cubin /tmp/new.cubin --function h64 \\
+          --order LDG,SYNCS,LDGSTS,ARRIVES --from USETMAXREG.DEALLOC
+
+Printed per function (matched by its mangled name): the instruction counts of A and B, how many
+lines of the two listings differ once addresses and branch labels are taken out ("same code" when
+none), and every opcode whose count differs (the mnemonic before its first '.', so LDG.E.128 and
+LDG.E count as LDG; the predicate is left out). The counts that say most about a change: BSSY
+(a divergent branch's reconvergence), LDL / STL (local memory), LD / ST (generic addressing),
+HGMMA, LDGSTS, MUFU. --order prints, for A and B, the sequence of the listed opcodes in program
+order with repeats folded (LDGSTS x36) and (+N) where N >= --gap (default 8) other instructions
+come between two of them: how a warp's copies are issued, in one burst or spread out; --from starts it at the first instruction that matches (USETMAXREG.DEALLOC: a warp-specialized
+kernel's producer branch). --diff N prints up to N lines of a unified diff of each changed
+function's normalised listing. --ignore-registers masks register numbers first, so that a function
+whose registers were only renamed reads "same code" and the diff shows what moved.
+
+Exit status: 0 (also when the builds differ); 2 for bad arguments or a file that cannot be read.
+docs/workbench.md, "SASS of two builds".
+"""
+import argparse
+import collections
+import difflib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HEADER = re.compile(r"^//-+ \.text\.(\S+) -+$")
+INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;?\s*$")
+PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
+LABEL = re.compile(r"\.L_x_\d+")
+REGISTER = re.compile(r"\b(U?R|U?P)(\d+|Z|T)\b")
+
+
+class BadInput(Exception):
+    """A file that cannot be read or disassembled (exit status 2)."""
+
+
+def nvdisasm():
+    tool = os.environ.get("NVDISASM") or str(ROOT / ".deps" / "nvdisasm" / "bin" / "nvdisasm")
+    if os.path.isfile(tool) and os.access(tool, os.X_OK):
+        return tool
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    raise BadInput("nvdisasm not found: run `bash scripts/bootstrap.sh nvdisasm` or set NVDISASM")
+
+
+def read_listing(path):
+    """The text of `nvdisasm -c` for a cubin, or the file itself when it is already that text."""
+    p = Path(path)
+    if not p.is_file():
+        raise BadInput(f"{path}: no such file")
+    data = p.read_bytes()
+    if data[:4] == b"\x7fELF":
+        run = subprocess.run([nvdisasm(), "-c", str(p)], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise BadInput(f"{path}: nvdisasm failed: {run.stderr.strip()[:300]}")
+        return run.stdout
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{path}: neither a cubin nor nvdisasm text ({e})") from None
+
+
+def functions(listing, ignore_registers=False):
+    """{mangled name: [normalised instruction text, ...]} in program order. Normalised: no address,
+    branch labels as `L`, no trailing ';'; with ignore_registers, register numbers as `#` (R12 ->
+    R#, UP0 -> UP#), so that a listing that only renamed its registers compares equal."""
+    out = collections.OrderedDict()
+    current = None
+    for line in listing.splitlines():
+        h = HEADER.match(line.strip())
+        if h:
+            current = out.setdefault(h.group(1), [])
+            continue
+        if current is None:
+            continue
+        m = INSTRUCTION.match(line)
+        if m:
+            text = LABEL.sub("L", m.group(1)).rstrip(" ;")
+            current.append(REGISTER.sub(lambda r: r.group(1) + "#", text) if ignore_registers else text)
+    return out
+
+
+def opcode(instruction):
+    """The mnemonic before its first '.', without the predicate: LDGSTS for
+    `@!P0 LDGSTS.E.BYPASS.128 [R7], ...`."""
+    text = PREDICATE.sub("", instruction.strip())
+    return text.split(" ", 1)[0].split(".", 1)[0]
+
+
+def order(instructions, ops, start=None, gap=8):
+    """The listed opcodes in program order from the first instruction matching `start`, repeats
+    folded, and `(+N)` where N >= gap other instructions come between two listed ones (fewer are
+    folded over): ['LDG x4', '(+37)', 'SYNCS', '(+80)', 'LDGSTS x36']."""
+    seq = []
+    begun = start is None
+    since = 0
+    for ins in instructions:
+        if not begun:
+            begun = bool(start.search(ins))
+            if not begun:
+                continue
+        op = opcode(ins)
+        if op not in ops:
+            since += 1
+            continue
+        if seq and since >= gap:
+            seq.append([f"(+{since})", 0])
+        if seq and seq[-1][0] == op:
+            seq[-1][1] += 1
+        else:
+            seq.append([op, 1])
+        since = 0
+    return [op if n <= 1 else f"{op} x{n}" for op, n in seq]
+
+
+def demangled(names):
+    """Readable names through c++filt where it is installed; the mangled ones otherwise."""
+    tool = shutil.which("c++filt")
+    if not tool or not names:
+        return {n: n for n in names}
+    run = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True)
+    lines = run.stdout.splitlines()
+    if run.returncode != 0 or len(lines) != len(names):
+        return {n: n for n in names}
+    return dict(zip(names, lines))
+
+
+def compare(a, b, pattern=None, ops=None, start=None, diff_lines=0, names=("A", "B"), ignore_registers=False,
+            gap=8):
+    """The report for listings a and b (text), as a list of lines."""
+    fa, fb = functions(a, ignore_registers), functions(b, ignore_registers)
+    keys = list(fa) + [k for k in fb if k not in fa]
+    readable = demangled(keys)
+    if pattern:
+        keys = [k for k in keys if pattern.search(k) or pattern.search(readable[k])]
+    out = []
+    if not keys:
+        out.append("no function" + (f" matches '{pattern.pattern}'" if pattern else " in either listing"))
+        return out
+    na, nb = names
+    for k in keys:
+        out.append(f"== {readable[k]}")
+        if k not in fa or k not in fb:
+            out.append(f"   only in {na if k in fa else nb} ({len(fa.get(k) or fb.get(k))} instructions)")
+            continue
+        ia, ib = fa[k], fb[k]
+        changed = [line for line in difflib.unified_diff(ia, ib, lineterm="", n=0)
+                   if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+        verdict = "same code" if not changed else f"{len(changed)} lines differ"
+        out.append(f"   instructions: {na} {len(ia)}, {nb} {len(ib)} ({len(ib) - len(ia):+d}); {verdict}")
+        ca, cb = collections.Counter(map(opcode, ia)), collections.Counter(map(opcode, ib))
+        moved = sorted((op for op in set(ca) | set(cb) if ca[op] != cb[op]), key=lambda op: (-abs(cb[op] - ca[op]), op))
+        if moved:
+            width = max(len(op) for op in moved)
+            out.append(f"   {'opcode':<{width}}  {na:>6}  {nb:>6}")
+            for op in moved:
+                out.append(f"   {op:<{width}}  {ca[op]:>6}  {cb[op]:>6}")
+        if ops:
+            for label, ins in ((na, ia), (nb, ib)):
+                out.append(f"   order {label}: " + (", ".join(order(ins, ops, start, gap)) or "(none)"))
+        if diff_lines and changed:
+            body = list(difflib.unified_diff(ia, ib, na, nb, lineterm="", n=1))
+            out += ["   " + line for line in body[:diff_lines]]
+            if len(body) > diff_lines:
+                out.append(f"   ... {len(body) - diff_lines} more lines")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("a", help="the first build: a cubin or nvdisasm -c text (the baseline)")
+    ap.add_argument("b", help="the second build")
+    ap.add_argument("--function", help="only functions whose mangled or readable name matches this regex")
+    ap.add_argument("--order", help="comma-separated opcodes whose program order to print (LDG,SYNCS,LDGSTS)")
+    ap.add_argument("--gap", type=int, default=8, metavar="N",
+                    help="in --order, mark N or more other instructions between two listed ones as (+N) (default 8)")
+    ap.add_argument("--from", dest="start", help="start --order at the first instruction matching this regex")
+    ap.add_argument("--diff", type=int, default=0, metavar="N", help="print up to N lines of each changed function's diff")
+    ap.add_argument("--ignore-registers", action="store_true",
+                    help="compare with register numbers masked (a listing that only renamed registers is the same code)")
+    ap.add_argument("--names", default="A,B", help="the two builds' labels in the report (default A,B)")
+    args = ap.parse_args(argv)
+    try:
+        pattern = re.compile(args.function) if args.function else None
+        start = re.compile(args.start) if args.start else None
+    except re.error as e:
+        print(f"sass_diff: error: --function / --from: bad regex ({e})", file=sys.stderr)
+        return 2
+    if args.start and not args.order:
+        print("sass_diff: error: --from needs --order (it says where the order listing starts)", file=sys.stderr)
+        return 2
+    if args.gap < 1:
+        print(f"sass_diff: error: --gap must be >= 1; got {args.gap}", file=sys.stderr)
+        return 2
+    if args.diff < 0:
+        print(f"sass_diff: error: --diff must be >= 0; got {args.diff}", file=sys.stderr)
+        return 2
+    names = args.names.split(",")
+    if len(names) != 2 or not all(names):
+        print(f"sass_diff: error: --names takes two labels, like old,new; got '{args.names}'", file=sys.stderr)
+        return 2
+    ops = {op.strip() for op in args.order.split(",") if op.strip()} if args.order else None
+    if args.order and not ops:
+        print("sass_diff: error: --order names no opcode", file=sys.stderr)
+        return 2
+    try:
+        a, b = read_listing(args.a), read_listing(args.b)
+    except BadInput as e:
+        print(f"sass_diff: error: {e}", file=sys.stderr)
+        return 2
+    if not functions(a) and not functions(b):
+        print("sass_diff: error: no function in either file (expected cubins or `nvdisasm -c` text)", file=sys.stderr)
+        return 2
+    print("\n".join(compare(a, b, pattern, ops, start, args.diff, tuple(names), args.ignore_registers,
+                              args.gap)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
