@@ -12,6 +12,10 @@
 #                    descriptor of a `cp.async ... L2::cache_hint` to UR1, and the copy faulted with
 #                    "an illegal instruction was encountered" on every launch
 #                    (docs/knowledge/an-illegal-instruction-can-be-a-codegen-descriptor.md).
+#   local-memory     LDL / STL in a kernel (spills, or an array indexed at run time) beyond its
+#                    allowance in scripts/sass_local_memory.txt; a kernel not listed there must have
+#                    none (scripts/sass_local_memory.py; devlog step 43 of dsa_decode v2_fused: a row
+#                    loop not unrolled put the producer's slots in local memory).
 # Prints one line per translation unit and "[scan-sass] clean" or the offending instructions, and
 # exits 1 on a finding.
 set -euo pipefail
@@ -54,4 +58,9 @@ for cubin in "$OUT"/*.cubin; do
     echo "[scan-sass] ok: ${src#"$PWD"/} ($(grep -c 'desc\[UR' "$n.sass") descriptors)"
   fi
 done
+python3 scripts/sass_local_memory.py scripts/sass_local_memory.txt "$OUT"/*.sass || {
+  rc=$?
+  [ "$rc" -eq 1 ] || { echo "[scan-sass] error: the local-memory check could not run (status $rc)" >&2; exit 2; }
+  found=1
+}
 [ "$found" -eq 0 ] && echo "[scan-sass] clean" || exit 1
