@@ -41,9 +41,17 @@ Status parse_prof_mode(const std::string& text, ProfMode* out) {
   if (text == "disabled") *out = ProfMode::kDisabled;
   else if (text == "annotation") *out = ProfMode::kAnnotation;
   else if (text == "ncu") *out = ProfMode::kNcu;
+  else if (text == "ncu-stalls") *out = ProfMode::kNcuStalls;
   else
-    return Status::invalid_argument("--prof: expected disabled, annotation or ncu, got '" + text + "'");
+    return Status::invalid_argument("--prof: expected disabled, annotation, ncu or ncu-stalls, got '" + text + "'");
   return Status::ok();
+}
+
+bool runs_under_ncu(ProfMode mode) { return mode == ProfMode::kNcu || mode == ProfMode::kNcuStalls; }
+
+std::vector<std::string> ncu_mode_args(ProfMode mode) {
+  if (mode == ProfMode::kNcuStalls) return {"--section", "SourceCounters", "--section", "WarpStateStats"};
+  return {};
 }
 
 const char* prof_mode_name(ProfMode mode) {
@@ -51,6 +59,7 @@ const char* prof_mode_name(ProfMode mode) {
     case ProfMode::kDisabled: return "disabled";
     case ProfMode::kAnnotation: return "annotation";
     case ProfMode::kNcu: return "ncu";
+    case ProfMode::kNcuStalls: return "ncu-stalls";
   }
   return "disabled";
 }

@@ -5,6 +5,9 @@
 //   ncu         the command runs itself again under Nsight Compute with --prof removed:
 //               ncu --clock-control none --kernel-name regex:<filter> --launch-skip N
 //                   --launch-count M -f -o <report> <the same command line>
+//   ncu-stalls  as ncu, recording the sections of source-level warp-state sampling
+//               (SourceCounters, WarpStateStats) for scripts/ncu_stalls.py: stall samples per SASS
+//               instruction and per stall reason
 #pragma once
 
 #include <string>
@@ -14,11 +17,17 @@
 
 namespace mlakit {
 
-enum class ProfMode { kDisabled, kAnnotation, kNcu };
+enum class ProfMode { kDisabled, kAnnotation, kNcu, kNcuStalls };
 
-// "disabled" | "annotation" | "ncu"; anything else is kInvalidArgument naming the choices.
+// "disabled" | "annotation" | "ncu" | "ncu-stalls"; anything else is kInvalidArgument naming the
+// choices.
 Status parse_prof_mode(const std::string& text, ProfMode* out);
 const char* prof_mode_name(ProfMode mode);
+// Whether the mode runs the command again under ncu (ncu, ncu-stalls).
+bool runs_under_ncu(ProfMode mode);
+// The ncu options a mode adds to the command line (NcuOptions::extra_args): none for ncu; the
+// SourceCounters and WarpStateStats sections for ncu-stalls.
+std::vector<std::string> ncu_mode_args(ProfMode mode);
 
 // Process-wide switch for ScopedNvtxRange (off by default; thread-safe).
 void set_nvtx_enabled(bool enabled);

@@ -538,9 +538,31 @@ TEST(Profiling, ParsesModes) {
   EXPECT_EQ(m, ProfMode::kAnnotation);
   EXPECT_TRUE(parse_prof_mode("ncu", &m).is_ok());
   EXPECT_STREQ(prof_mode_name(m), "ncu");
+  EXPECT_TRUE(runs_under_ncu(m));
+  EXPECT_TRUE(ncu_mode_args(m).empty());
+  EXPECT_TRUE(parse_prof_mode("ncu-stalls", &m).is_ok());
+  EXPECT_EQ(m, ProfMode::kNcuStalls);
+  EXPECT_STREQ(prof_mode_name(m), "ncu-stalls");
+  EXPECT_TRUE(runs_under_ncu(m));
+  EXPECT_FALSE(runs_under_ncu(ProfMode::kAnnotation));
+  EXPECT_FALSE(runs_under_ncu(ProfMode::kDisabled));
   const Status st = parse_prof_mode("nsys", &m);
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
-  EXPECT_NE(st.message().find("disabled, annotation or ncu"), std::string::npos);
+  EXPECT_NE(st.message().find("disabled, annotation, ncu or ncu-stalls"), std::string::npos);
+}
+
+TEST(Profiling, NcuStallsRecordsTheSamplingSections) {
+  NcuOptions o;
+  o.kernel_regex = "h64";
+  o.report_path = "out/prof/y";
+  o.extra_args = ncu_mode_args(ProfMode::kNcuStalls);
+  const std::vector<std::string> argv = {"/b/mlakit", "run", "--prof", "ncu-stalls", "--t", "128"};
+  const auto cmd = ncu_command_line("/usr/bin/ncu", argv, o);
+  const std::vector<std::string> expect = {
+      "/usr/bin/ncu", "--clock-control", "none", "--kernel-name", "regex:h64", "--launch-skip", "0",
+      "--launch-count", "1", "-f", "-o", "out/prof/y", "--section", "SourceCounters", "--section",
+      "WarpStateStats", "/b/mlakit", "run", "--t", "128"};
+  EXPECT_EQ(cmd, expect);
 }
 
 TEST(Profiling, NcuCommandLineDropsProfAndKeepsTheRest) {

@@ -433,27 +433,32 @@ void read_options(Args& args, const CommandLine& c, SuiteOptions* o) {
 }
 
 // --prof ncu: the same command again under Nsight Compute (before any CUDA work here).
-int reexec_ncu(const CommandLine& c, const OpBench& op) {
+int reexec_ncu(const CommandLine& c, const OpBench& op, ProfMode mode) {
   NcuOptions n;
   n.kernel_regex = c.prof_kernel.empty() ? op.profile_kernels() : c.prof_kernel;
   n.launch_skip = int(c.prof_skip);
   n.launch_count = int(c.prof_count);
+  n.extra_args = ncu_mode_args(mode);
+  const std::string flag = std::string("--prof ") + prof_mode_name(mode);
   std::vector<std::string> argv;
   NcuRun run;
   Status st = current_command_line(&argv);
   if (st.is_ok()) st = prepare_ncu_run(argv, n, &run);
-  if (!st.is_ok()) return fail("--prof ncu: " + st.message(), kExitFailure);
+  if (!st.is_ok()) return fail(flag + ": " + st.message(), kExitFailure);
   std::string shown;
   for (const auto& a : run.command) shown += (shown.empty() ? "" : " ") + a;
   std::printf("[prof] %s\n", shown.c_str());
   std::fflush(stdout);
   int code = 1;
-  if (st = execute_ncu_run(run, &code); !st.is_ok()) return fail("--prof ncu: " + st.message(), kExitFailure);
+  if (st = execute_ncu_run(run, &code); !st.is_ok()) return fail(flag + ": " + st.message(), kExitFailure);
   if (io::file_exists(run.report)) {
     std::printf("[prof] ncu report: %s (open with ncu-ui, or: ncu --import %s --page details)\n",
                 run.report.c_str(), run.report.c_str());
+    if (mode == ProfMode::kNcuStalls)
+      std::printf("[prof] stall samples per instruction and reason: python3 scripts/ncu_stalls.py %s\n",
+                  run.report.c_str());
   } else {
-    fail("--prof ncu: ncu exited with " + std::to_string(code) + " and wrote no report at " + run.report +
+    fail(flag + ": ncu exited with " + std::to_string(code) + " and wrote no report at " + run.report +
              "; check that the kernel filter regex:" + n.kernel_regex + " matches a kernel the command launches",
          code);
   }
@@ -492,7 +497,7 @@ int suite_command(Args& args, Kind kind, const char* usage) {
   if (o.sel.kernel && o.sel.kernel->info().floor) o.verify = false;
   check_out_dir(args, o);
   if (!args.ok()) return args.finish(usage);
-  if (o.prof == ProfMode::kNcu) return reexec_ncu(c, *o.sel.op);
+  if (runs_under_ncu(o.prof)) return reexec_ncu(c, *o.sel.op, o.prof);
   std::unique_ptr<BenchSuite> suite;
   if (Status s = load_suite_or_trace(c, o, &suite); !s.is_ok())
     return fail((c.trace.empty() ? "" : "--trace: ") + s.message(),
@@ -517,10 +522,12 @@ const char* kBenchUsage =
     "math): floor_us and x_floor = span / floor in the table, from the same run (--no-floor skips\n"
     "it). --seeds N repeats the suite with N fresh seeds. Without an sm_90a GPU (or, on a machine\n"
     "without one, without a kernel of the op), runs the CPU reference on the workloads instead.\n\n"
-    "Profiling: --prof disabled|annotation|ncu. annotation wraps each timed call in an NVTX range\n"
-    "named after the workload; ncu re-runs the command under Nsight Compute (--clock-control none)\n"
-    "with --prof-kernel REGEX (default: the op's kernels, dsa_ or mla_), --prof-skip N, --prof-count N\n"
-    "(default 2) and prints where the report went. Results are appended to --out DIR (default out/)\n"
+    "Profiling: --prof disabled|annotation|ncu|ncu-stalls. annotation wraps each timed call in an\n"
+    "NVTX range named after the workload; ncu re-runs the command under Nsight Compute\n"
+    "(--clock-control none) with --prof-kernel REGEX (default: the op's kernels, dsa_ or mla_),\n"
+    "--prof-skip N, --prof-count N (default 2) and prints where the report went; ncu-stalls does the\n"
+    "same with source-level warp-state sampling (sections SourceCounters and WarpStateStats), whose\n"
+    "report scripts/ncu_stalls.py reads. Results are appended to --out DIR (default out/)\n"
     "as JSON lines and CSV; a folder that cannot take them exits 2 before anything runs.\n"
     "--warm-l2 leaves out the L2 flush before each call, so data and kernel code stay in L2 from\n"
     "the call before: against the cold span it tells what DRAM latency costs (a diagnosis; its\n"
@@ -558,7 +565,7 @@ const char* kRunUsage =
     "against the CPU reference; --no-time skips timing (for compute-sanitizer: without --check the\n"
     "kernel still runs once, its errors reported, nothing compared); --explain prints the plan. A\n"
     "tiling the shape cannot run exits 2 with the reason.\n\n"
-    "Profiling: --prof disabled|annotation|ncu, as for bench (--prof-kernel REGEX, --prof-skip N,\n"
+    "Profiling: --prof disabled|annotation|ncu|ncu-stalls, as for bench (--prof-kernel REGEX, --prof-skip N,\n"
     "--prof-count N); --warm-l2 as for bench. Results are appended to --out DIR (default out/) as\n"
     "JSON lines and CSV.\n\n"
     "The host memory the shape needs is estimated first: past the limit (physical memory, or\n"
@@ -615,7 +622,7 @@ int run_run(Args& args) {
   check_floor_verify(args, o, o.verify ? "--check" : "");
   check_out_dir(args, o);
   if (!args.ok()) return args.finish(kRunUsage);
-  if (o.prof == ProfMode::kNcu) return reexec_ncu(c, *o.sel.op);
+  if (runs_under_ncu(o.prof)) return reexec_ncu(c, *o.sel.op, o.prof);
   std::unique_ptr<BenchSuite> suite;
   if (Status s = o.sel.op->make_shape(shape, o.seed, &suite); !s.is_ok()) return fail(s.message(), kExitUsage);
   return run_suite(o, *suite);
