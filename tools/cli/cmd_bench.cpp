@@ -432,7 +432,8 @@ void read_options(Args& args, const CommandLine& c, SuiteOptions* o) {
   if (args.given("--definition") && c.trace.empty()) args.error("--definition NAME only applies with --trace DIR");
 }
 
-// --prof ncu: the same command again under Nsight Compute (before any CUDA work here).
+// --prof ncu / ncu-stalls: the same command again under Nsight Compute (before any CUDA work
+// here), ncu-stalls with the sections of source-level warp-state sampling.
 int reexec_ncu(const CommandLine& c, const OpBench& op, ProfMode mode) {
   NcuOptions n;
   n.kernel_regex = c.prof_kernel.empty() ? op.profile_kernels() : c.prof_kernel;
