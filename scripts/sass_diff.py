@@ -9,10 +9,11 @@ Usage:
 
 A and B: cubins (disassembled with the pinned nvdisasm, .deps/nvdisasm, or $NVDISASM) or the text
 of `nvdisasm -c`. scripts/cubin_of.sh compiles one translation unit of a build to a cubin with
-the build's own nvcc line (extra flags, such as -D of a variant, after the output path):
+the build's own nvcc line (extra flags, such as -D of a variant, after the output path; --rev REV
+for the sources of a git revision):
 
+  scripts/cubin_of.sh --rev HEAD~1 build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/old.cubin
   scripts/cubin_of.sh build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/new.cubin
-  git stash && scripts/cubin_of.sh build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/old.cubin; git stash pop
   python3 scripts/sass_diff.py /tmp/old.cubin /tmp/new.cubin --function h64 \\
           --order LDG,SYNCS,LDGSTS,ARRIVES --from USETMAXREG.DEALLOC
 

@@ -110,3 +110,5 @@ def test_cubin_of_names_its_bad_argument(tmp_path):
     assert run.returncode == 2 and "usage" in run.stderr
     run = subprocess.run(["bash", str(script), str(tmp_path), "x.cu", "y.cubin"], capture_output=True, text=True)
     assert run.returncode == 2 and "BUILD_DIR" in run.stderr
+    run = subprocess.run(["bash", str(script), "--rev"], capture_output=True, text=True)
+    assert run.returncode == 2 and "--rev needs a revision" in run.stderr
