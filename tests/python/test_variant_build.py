@@ -1,0 +1,56 @@
+"""scripts/variant_build.sh: the CLI linked with one translation unit compiled again (extra flags,
+or a git revision's sources)."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "scripts" / "variant_build.sh"
+
+
+def run(*args):
+    return subprocess.run(["bash", str(SCRIPT), *map(str, args)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "usage"),
+    (["--rev"], "--rev needs a revision"),
+    (["build", "bad name", "x.cu"], "NAME may hold letters"),
+    (["/nonexistent", "v", "x.cu"], "BUILD_DIR"),
+])
+def test_bad_arguments_name_the_argument(args, message):
+    r = run(*args)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def built_tree():
+    build = os.environ.get("MLAKIT_BUILD_DIR")
+    if not build or not (Path(build) / "mlakit").is_file() or not shutil.which("nvcc") and \
+            not Path("/usr/local/cuda/bin/nvcc").is_file():
+        pytest.skip("needs a built tree (MLAKIT_BUILD_DIR, set by scripts/test_python.sh) and nvcc")
+    return Path(build)
+
+
+def test_a_variant_links_and_runs():
+    build = built_tree()
+    name = f"pytest-{os.getpid()}"
+    try:
+        r = run(build, name, "src/kernels/dsa_decode/check_indices.cu", "-DMLAKIT_VARIANT_BUILD_TEST=1")
+        assert r.returncode == 0, r.stderr
+        binary = build / "variants" / name / "mlakit"
+        assert f"variants/{name}/mlakit" in r.stdout and binary.is_file()
+        assert (build / "variants" / name / "flags").read_text().strip() == "-DMLAKIT_VARIANT_BUILD_TEST=1"
+        v = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+        assert v.returncode == 0 and v.stdout.startswith("mlakit ")
+        r = run(build, name, "src/kernels/dsa_decode/no_such.cu")
+        assert r.returncode == 2 and "SOURCE" in r.stderr
+        r = run("--rev", "no-such-revision", build, name, "src/kernels/dsa_decode/check_indices.cu")
+        assert r.returncode == 2 and "is not a commit" in r.stderr
+    finally:
+        shutil.rmtree(build / "variants" / name, ignore_errors=True)
