@@ -218,7 +218,7 @@ TEST(Cli, AnOptionIsNoValue) {
 
 // Issue 13: "--prof: --prof: expected ...".
 TEST(Cli, ProfNamesItsOptionOnce) {
-  expect_root_cause("run --prof foo --t 1", "mlakit: --prof: expected disabled, annotation or ncu, got 'foo'",
+  expect_root_cause("run --prof foo --t 1", "mlakit: --prof: expected disabled, annotation, ncu or ncu-stalls, got 'foo'",
                     "--prof: --prof");
 }
 

@@ -566,9 +566,9 @@ const char* kRunUsage =
     "against the CPU reference; --no-time skips timing (for compute-sanitizer: without --check the\n"
     "kernel still runs once, its errors reported, nothing compared); --explain prints the plan. A\n"
     "tiling the shape cannot run exits 2 with the reason.\n\n"
-    "Profiling: --prof disabled|annotation|ncu|ncu-stalls, as for bench (--prof-kernel REGEX, --prof-skip N,\n"
-    "--prof-count N); --warm-l2 as for bench. Results are appended to --out DIR (default out/) as\n"
-    "JSON lines and CSV.\n\n"
+    "Profiling: --prof disabled|annotation|ncu|ncu-stalls, as for bench (--prof-kernel REGEX,\n"
+    "--prof-skip N, --prof-count N); --warm-l2 as for bench. Results are appended to --out DIR\n"
+    "(default out/) as JSON lines and CSV.\n\n"
     "The host memory the shape needs is estimated first: past the limit (physical memory, or\n"
     "MLAKIT_HOST_MEMORY_LIMIT=16G lower) it exits 2 naming the option that sized it; a shape whose\n"
     "host work is estimated past 10 s says so on stderr. --quiet: no progress line on a terminal.";
