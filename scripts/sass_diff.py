@@ -163,7 +163,7 @@ def compare(a, b, pattern=None, ops=None, start=None, diff_lines=0, names=("A", 
     for k in keys:
         out.append(f"== {readable[k]}")
         if k not in fa or k not in fb:
-            out.append(f"   only in {na if k in fa else nb} ({len(fa.get(k) or fb.get(k))} instructions)")
+            out.append(f"   only in {na if k in fa else nb} ({len(fa[k] if k in fa else fb[k])} instructions)")
             continue
         ia, ib = fa[k], fb[k]
         changed = [line for line in difflib.unified_diff(ia, ib, lineterm="", n=0)
