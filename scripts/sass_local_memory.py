@@ -11,9 +11,10 @@ Usage:
 LISTING: the text of `nvdisasm -c` (scan_sass.sh writes one per translation unit). ALLOWANCES:
 lines of `MAX REGEX`, REGEX matched (re.search) against the demangled kernel name, the first
 matching line counting; '#' starts a comment. Prints one line per kernel with local memory and
-"[scan-sass] local memory: within the allowances", or the kernels over theirs (exit 1). Lower a
-number when a change removes spills; raise one only with the measurement that says the spill costs
-less than what it bought.
+"[scan-sass] local memory: within the allowances", or the kernels over theirs and the allowances
+no kernel uses any more (exit 1). Lower a number when a change removes spills, remove the line when
+they are gone; raise one only with the measurement that says the spill costs less than what it
+bought.
 """
 import collections
 import re
@@ -51,17 +52,25 @@ def local_counts(listing):
 
 
 def check(allowances, counts, readable):
-    """(report lines, findings) for {mangled: count} against the allowances."""
+    """(report lines, findings) for {mangled: count} against the allowances. An allowance that no
+    kernel with local memory uses is a finding too: the spill it allowed is gone, so is the line."""
     lines, findings = [], []
+    used = set()
     for name in sorted(counts, key=lambda n: readable[n]):
         n, who = counts[name], readable[name]
         allowed = next(((m, no) for m, rx, no in allowances if rx.search(who)), None)
+        if allowed is not None:
+            used.add(allowed[1])
         if allowed is None:
             findings.append(f"[scan-sass] local memory in {who}: {n} LDL / STL, none allowed (not in the allowances)")
         elif n > allowed[0]:
             findings.append(f"[scan-sass] local memory in {who}: {n} LDL / STL, more than the {allowed[0]} of allowance line {allowed[1]}")
         else:
             lines.append(f"[scan-sass] local memory ok: {who[:120]}: {n} LDL / STL (allowed {allowed[0]})")
+    for m, rx, no in allowances:
+        if no not in used:
+            findings.append(f"[scan-sass] local memory: allowance line {no} ({m} for '{rx.pattern}') matches no kernel "
+                            "with local memory; remove it")
     return lines, findings
 
 

@@ -42,6 +42,13 @@ def test_within_over_and_unlisted(tmp_path, capsys):
 
 
 @needs_cxxfilt
+def test_an_allowance_no_kernel_uses_is_a_finding(tmp_path, capsys):
+    args = files(tmp_path, "3 ^one\\(\\)\n5 ^gone\n", {"_Z3onev": SPILLS, "_Z4gonev": CLEAN})
+    assert sass_local_memory.main(args) == 1
+    assert "allowance line 2 (5 for '^gone') matches no kernel with local memory; remove it" in capsys.readouterr().out
+
+
+@needs_cxxfilt
 def test_the_first_matching_line_counts(tmp_path, capsys):
     args = files(tmp_path, "1 one\n9 one\n", {"_Z3onev": SPILLS})
     assert sass_local_memory.main(args) == 1
@@ -51,6 +58,7 @@ def test_the_first_matching_line_counts(tmp_path, capsys):
 def test_no_local_memory_anywhere(tmp_path, capsys):
     assert sass_local_memory.main(files(tmp_path, "", {"_Z5cleanv": CLEAN})) == 0
     assert "none in any kernel" in capsys.readouterr().out
+    assert sass_local_memory.main(files(tmp_path, "4 clean\n", {"_Z5cleanv": CLEAN})) == 1  # a stale allowance
 
 
 @pytest.mark.parametrize("allowances, message", [("x one\n", "expected 'MAX REGEX'"), ("3 (\n", "bad regex")])
