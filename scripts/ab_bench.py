@@ -13,7 +13,9 @@ Each build runs `BINARY bench --suite S [--heads H] [--kv K] [--tiling T] --no-f
 The spans are read from the bench.jsonl each run appends (median_us, the CUPTI span of one call
 with a cold L2, as `mlakit bench` measures it), not from its table. Printed: a Markdown table of
 every build's span per workload and pass, each build's mean over the passes against the first
-build's, and the suite means; paste it into the devlog with the command line that produced it.
+build's, the suite means, and (two or more passes) how far each build's passes lie apart: a ratio
+closer to 1 than that spread is not a difference. Paste it into the devlog with the command line
+that produced it.
 
 Exit status: 0; 1 when a run failed, a workload is missing from a run or (--verify) failed
 verification; 2 for bad arguments. The records stay in --out (default: a temporary folder).
@@ -152,7 +154,25 @@ def table(builds, order, spans, last):
     tilings = {name: sorted({r.get("tiling", "?") for r in last[name].values()}) for name, _ in builds}
     lines.append("")
     lines.append("tilings: " + "; ".join(f"{name} {', '.join(t)}" for name, t in tilings.items()))
+    passes = len(spans[base][order[0]])
+    if passes > 1:
+        lines.append(noise(builds, order, spans, passes))
     return "\n".join(lines)
+
+
+def noise(builds, order, spans, passes):
+    """How far a build's passes lie apart: per workload (max - min) / mean of its spans, the median
+    and the largest over the suite, and the suite mean of each pass. A ratio between builds closer to
+    1 than that spread is not a difference."""
+    parts = []
+    for name, _ in builds:
+        spread = {w: (max(spans[name][w]) - min(spans[name][w])) / statistics.fmean(spans[name][w]) for w in order}
+        worst = max(order, key=lambda w: spread[w])
+        per_pass = [statistics.fmean(spans[name][w][k] for w in order) for k in range(passes)]
+        parts.append(f"{name} median {100 * statistics.median(spread.values()):.1f} %, largest "
+                     f"{100 * spread[worst]:.1f} % ({worst}), suite mean per pass "
+                     + " / ".join(f"{m:.2f}" for m in per_pass))
+    return "pass to pass, (max - min) / mean of a workload's spans: " + "; ".join(parts)
 
 
 def main(argv=None):

@@ -63,6 +63,17 @@ def test_alternating_passes_and_the_ratio_to_the_baseline(tmp_path, capsys):
     assert "| mean | 30.50 | 20.50 | 0.672 |" in out
     assert "NVIDIA H200" in out and "CUPTI span, cold L2" in out
     assert "suite dsa-serving, kernel" in out  # the records' title ("suite NAME") named once
+    # How far the passes lie apart: base 1 / 20.5 and 1 / 40.5, new 1 / 10.5 and 1 / 30.5.
+    assert ("pass to pass, (max - min) / mean of a workload's spans: base median 3.7 %, largest 4.9 % "
+            "(serving-T16), suite mean per pass 30.00 / 30.50 / 31.00; new median 6.4 %, largest 9.5 % "
+            "(serving-T16), suite mean per pass 20.00 / 20.50 / 21.00") in out
+
+
+def test_one_pass_prints_no_spread(tmp_path, capsys):
+    a = fake_build(tmp_path, "a", [1.0, 2.0])
+    b = fake_build(tmp_path, "b", [1.0, 2.0])
+    assert ab_bench.main([a, b, "--suite", "dsa-serving", "--passes", "1"]) == 0
+    assert "pass to pass" not in capsys.readouterr().out
 
 
 def test_arguments_after_the_separator_reach_every_run(tmp_path):
