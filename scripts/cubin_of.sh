@@ -21,6 +21,5 @@ shift 3
 tu_nvcc_line "$BUILD" "$SRC"
 case "$OUTFILE" in /*) ;; *) OUTFILE="$PWD/$OUTFILE" ;; esac
 [ -z "$rev" ] || tu_at_rev "$rev"
-cmd=$(sed -E -e 's/ -c / /' <<<"$TU_CMD")  # the source stays; -cubin replaces the object
-(cd "$BUILD" && eval "$cmd$(tu_quote "$@") -cubin -o $(printf '%q' "$OUTFILE")")
+(cd "$BUILD" && eval "${TU_CMD/ -c / }$(tu_quote "$@") -cubin -o $(printf '%q' "$OUTFILE")")  # the source stays
 echo "cubin_of: $OUTFILE${rev:+ (sources of $rev)}"

@@ -20,6 +20,8 @@
 # exits 1 on a finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TU_TOOL=scan-sass
+source scripts/tu_common.sh
 BUILD=${1:-build}
 [ -f "$BUILD/build.ninja" ] || { echo "[scan-sass] error: $BUILD/build.ninja not found (configure the build first: make configure)" >&2; exit 2; }
 [ -x .deps/nvdisasm/bin/nvdisasm ] || bash scripts/bootstrap.sh nvdisasm
@@ -28,14 +30,14 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
 # The nvcc compile lines of the build's .cu files, object output turned into a cubin.
-ninja -C "$BUILD" -t commands 2>/dev/null | grep -E 'nvcc .* -x cu -c ' | sort -u >"$OUT/commands"
+tu_nvcc_lines "$BUILD" >"$OUT/commands"
 [ -s "$OUT/commands" ] || { echo "[scan-sass] error: no nvcc compile lines in $BUILD" >&2; exit 2; }
 i=0
 while IFS= read -r line; do
   i=$((i + 1))
   src=$(grep -oE ' -c [^ ]+' <<<"$line" | cut -c5-)
-  cmd=$(sed -E -e 's/ -MD//; s/ -MT [^ ]+//; s/ -MF [^ ]+//; s/ -c / /; s/ -o [^ ]+/ -cubin -o OUTFILE/' <<<"$line")
-  echo "${cmd/OUTFILE/$OUT/$i.cubin}" >"$OUT/$i.sh"
+  cmd=$(tu_bare "$line")
+  echo "${cmd/ -c / } -cubin -o $OUT/$i.cubin" >"$OUT/$i.sh"
   echo "$src" >"$OUT/$i.src"
 done <"$OUT/commands"
 if ! (cd "$BUILD" && ls "$OUT"/*.sh | xargs -P "$(nproc)" -I{} sh -c 'bash "$1" >"${1%.sh}.log" 2>&1' _ {}); then

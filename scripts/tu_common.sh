@@ -1,4 +1,5 @@
-# Sourced by scripts/cubin_of.sh and scripts/variant_build.sh: one CUDA translation unit's nvcc
+# Sourced by scripts/cubin_of.sh, scripts/variant_build.sh and scripts/scan_sass.sh: a CUDA
+# translation unit's nvcc
 # line taken from a configured build, optionally reading the sources of a git revision. The caller
 # sets TU_TOOL (its name, for messages) and runs from the repository root under `set -euo pipefail`.
 
@@ -31,9 +32,19 @@ tu_nvcc_line() {
   [ -f "$2" ] || tu_fail "SOURCE: $2 not found"
   TU_SRC=$(realpath "$2")
   local line
-  line=$(ninja -C "$1" -t commands 2>/dev/null | grep -E 'nvcc .* -x cu -c ' | grep -F -- " -c $TU_SRC " | head -1 || true)
+  line=$(tu_nvcc_lines "$1" | grep -F -- " -c $TU_SRC " | head -1 || true)
   [ -n "$line" ] || tu_fail "SOURCE: no nvcc compile line for $TU_SRC in $1"
-  TU_CMD=$(sed -E -e 's/ -MD//; s/ -MT [^ ]+//; s/ -MF [^ ]+//; s/ -o [^ ]+//' <<<"$line")
+  TU_CMD=$(tu_bare "$line")
+}
+
+# tu_nvcc_lines BUILD_DIR: every CUDA compile line of the build, sorted, each once.
+tu_nvcc_lines() {
+  ninja -C "$1" -t commands 2>/dev/null | grep -E 'nvcc .* -x cu -c ' | sort -u || true
+}
+
+# tu_bare LINE: the compile line without its dependency-file and output options.
+tu_bare() {
+  sed -E -e 's/ -MD//; s/ -MT [^ ]+//; s/ -MF [^ ]+//; s/ -o [^ ]+//' <<<"$1"
 }
 
 # tu_at_rev REV: TU_CMD reads the unit and the project's own headers from a temporary worktree of
