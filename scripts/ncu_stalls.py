@@ -10,7 +10,7 @@ Usage:
 
 REPORT: an .ncu-rep recorded with the SourceCounters and WarpStateStats sections (`mlakit run|bench
 ... --prof ncu-stalls`), read through `ncu --import REPORT --page source --csv --print-source sass`
-(ncu from $NCU, $PATH or /usr/local/cuda/bin), or that CSV itself. Printed per kernel:
+(ncu from $NCU, or where `--prof ncu` finds it), or that CSV itself. Printed per kernel:
   - the samples of each stall reason over the kernel (and, with --region, over each region),
     largest first, with their share;
   - the --top N instructions (default 12) by samples: offset in the kernel, SASS, samples, and the
@@ -27,6 +27,7 @@ docs/workbench.md, "Profiling modes".
 """
 import argparse
 import csv
+import glob
 import io
 import os
 import re
@@ -52,11 +53,14 @@ class Kernel:
 
 
 def find_ncu():
-    for tool in (os.environ.get("NCU"), shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
+    """$NCU, then where `mlakit --prof ncu` looks (src/workbench/profiling.cpp, find_ncu): $PATH,
+    /usr/local/cuda/bin/ncu, the newest /opt/nvidia/nsight-compute/*/ncu."""
+    versions = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"))
+    for tool in (os.environ.get("NCU"), shutil.which("ncu"), "/usr/local/cuda/bin/ncu", *versions[::-1]):
         if tool and os.path.isfile(tool) and os.access(tool, os.X_OK):
             return tool
-    raise BadInput("an .ncu-rep needs ncu to read it (set $NCU or put ncu on PATH), or pass the CSV of "
-                   "`ncu --import REPORT --page source --csv --print-source sass`")
+    raise BadInput("an .ncu-rep needs ncu to read it (set $NCU, put ncu on PATH or install Nsight Compute), "
+                   "or pass the CSV of `ncu --import REPORT --page source --csv --print-source sass`")
 
 
 def read_source_page(path):
