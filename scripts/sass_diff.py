@@ -147,10 +147,8 @@ def demangled(names):
     return dict(zip(names, lines))
 
 
-def compare(a, b, pattern=None, ops=None, start=None, diff_lines=0, names=("A", "B"), ignore_registers=False,
-            gap=8):
-    """The report for listings a and b (text), as a list of lines."""
-    fa, fb = functions(a, ignore_registers), functions(b, ignore_registers)
+def compare(fa, fb, pattern=None, ops=None, start=None, diff_lines=0, names=("A", "B"), gap=8):
+    """The report for the functions of two listings (functions()), as a list of lines."""
     keys = list(fa) + [k for k in fb if k not in fa]
     readable = demangled(keys)
     if pattern:
@@ -231,11 +229,11 @@ def main(argv=None):
     except BadInput as e:
         print(f"sass_diff: error: {e}", file=sys.stderr)
         return 2
-    if not functions(a) and not functions(b):
+    fa, fb = functions(a, args.ignore_registers), functions(b, args.ignore_registers)
+    if not fa and not fb:
         print("sass_diff: error: no function in either file (expected cubins or `nvdisasm -c` text)", file=sys.stderr)
         return 2
-    print("\n".join(compare(a, b, pattern, ops, start, args.diff, tuple(names), args.ignore_registers,
-                              args.gap)))
+    print("\n".join(compare(fa, fb, pattern, ops, start, args.diff, tuple(names), args.gap)))
     return 0
 
 
