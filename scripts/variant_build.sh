@@ -8,7 +8,9 @@
 #
 # Writes BUILD_DIR/variants/NAME/mlakit (and the translation unit's object beside it) and prints its
 # path. The object is linked ahead of the build's libraries, so the linker takes every symbol of the
-# translation unit from it and never pulls the library's own copy. The build must be built (make
+# translation unit from it and never pulls the library's own copy: the rule of the CMake target
+# mlakit_ring_diag (CMakeLists.txt), whose three fixed diagnosis builds stay there; this script is
+# for the variants an experiment names on the spot. The build must be built (make
 # build): its objects and libraries are linked as they are. The variant binary says nothing of
 # itself when it runs: name it, and keep the flags with the figures (devlog).
 set -euo pipefail
