@@ -48,13 +48,15 @@ tu_bare() {
 }
 
 # tu_at_rev REV: TU_CMD reads the unit and the project's own headers from a temporary worktree of
-# REV (removed when the script exits); third-party headers under .deps/ and the build's generated
-# ones stay as they are.
+# REV (removed when the script exits; made once, so several units of one call share it);
+# third-party headers under .deps/ and the build's generated ones stay as they are.
 tu_at_rev() {
-  git rev-parse --verify --quiet "$1^{commit}" >/dev/null || tu_fail "--rev: '$1' is not a commit"
-  TU_TREE=$(mktemp -d)
-  trap 'git worktree remove --force "$TU_TREE" >/dev/null 2>&1 || rm -rf "$TU_TREE"' EXIT
-  git worktree add --detach --quiet "$TU_TREE" "$1"
+  if [ -z "${TU_TREE:-}" ]; then
+    git rev-parse --verify --quiet "$1^{commit}" >/dev/null || tu_fail "--rev: '$1' is not a commit"
+    TU_TREE=$(mktemp -d)
+    trap 'git worktree remove --force "$TU_TREE" >/dev/null 2>&1 || rm -rf "$TU_TREE"' EXIT
+    git worktree add --detach --quiet "$TU_TREE" "$1"
+  fi
   [ -f "$TU_TREE/${TU_SRC#"$PWD"/}" ] || tu_fail "SOURCE: ${TU_SRC#"$PWD"/} does not exist at $1"
   TU_CMD=$(sed -E -e "s# $PWD/src/# $TU_TREE/src/#g; s# -I$PWD/include# -I$TU_TREE/include#g; s# -I$PWD/src# -I$TU_TREE/src#g" <<<"$TU_CMD")
 }

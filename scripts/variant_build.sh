@@ -4,11 +4,13 @@
 # taken from the build as it is. For A/B timing (scripts/ab_bench.py) of an idea before it is
 # written as the code: ~10-40 s per variant on two cores, against a build directory per variant.
 #
-#   scripts/variant_build.sh [--rev REV] BUILD_DIR NAME SOURCE.cu [EXTRA NVCC ARGS ...]
+#   scripts/variant_build.sh [--rev REV] BUILD_DIR NAME SOURCE.cu[,SOURCE.cu ...] [EXTRA NVCC ARGS ...]
 #
-# Writes BUILD_DIR/variants/NAME/mlakit (and the translation unit's object beside it) and prints its
-# path. The object is linked ahead of the build's libraries, so the linker takes every symbol of the
-# translation unit from it and never pulls the library's own copy: the rule of the CMake target
+# Writes BUILD_DIR/variants/NAME/mlakit (and the translation units' objects beside it) and prints its
+# path. Several units, comma-separated, are each compiled with the same extra arguments (a define
+# read by headers that two launchers include). The objects are linked ahead of the build's
+# libraries, so the linker takes every symbol of those units from them and never pulls the
+# library's own copies: the rule of the CMake target
 # mlakit_ring_diag (CMakeLists.txt), whose three fixed diagnosis builds stay there; this script is
 # for the variants an experiment names on the spot. The build must be built (make
 # build): its objects and libraries are linked as they are. The variant binary says nothing of
@@ -20,25 +22,39 @@ source scripts/tu_common.sh
 tu_args "$@"
 set -- "${TU_ARGS[@]}"
 rev=$TU_REV
-[ $# -ge 3 ] || tu_usage "scripts/variant_build.sh [--rev REV] BUILD_DIR NAME SOURCE.cu [EXTRA NVCC ARGS ...]"
+usage="scripts/variant_build.sh [--rev REV] BUILD_DIR NAME SOURCE.cu[,SOURCE.cu ...] [EXTRA NVCC ARGS ...]"
+[ $# -ge 3 ] || tu_usage "$usage"
 BUILD=$1 NAME=$2 SRC=$3
 shift 3
 [[ "$NAME" =~ ^[A-Za-z0-9_-]+$ ]] || tu_fail "NAME may hold letters, digits, '-' and '_' only; got '$NAME'"
 [ -f "$BUILD/build.ninja" ] || tu_fail "BUILD_DIR: $BUILD/build.ninja not found (make build first)"
 [ -x "$BUILD/mlakit" ] || tu_fail "BUILD_DIR: $BUILD/mlakit not built (make build first)"
-tu_nvcc_line "$BUILD" "$SRC"
+IFS=, read -r -a srcs <<<"$SRC"
+[ ${#srcs[@]} -ge 1 ] || tu_usage "$usage"
+declare -A seen=()
+for src in "${srcs[@]}"; do
+  [ -n "$src" ] || tu_fail "SOURCE: an empty name in '$SRC'"
+  [ -z "${seen[$(basename "$src")]:-}" ] || tu_fail "SOURCE: two units named $(basename "$src") in '$SRC'"
+  seen[$(basename "$src")]=1
+  tu_nvcc_line "$BUILD" "$src"  # every unit checked before anything is compiled
+done
 link=$(ninja -C "$BUILD" -t commands mlakit 2>/dev/null | tail -1)
 grep -q -- " -o mlakit " <<<"$link" && grep -q " libmlakit_kernels.a " <<<"$link" ||
   tu_fail "BUILD_DIR: the link line of mlakit is not the expected one"
-[ -z "$rev" ] || tu_at_rev "$rev"
 out="$BUILD/variants/$NAME"
 mkdir -p "$out"
-obj="$(realpath "$out")/$(basename "$SRC").o"
-(cd "$BUILD" && eval "$TU_CMD$(tu_quote "$@") -o $(printf '%q' "$obj")")
+objs=""
+for src in "${srcs[@]}"; do
+  tu_nvcc_line "$BUILD" "$src"
+  [ -z "$rev" ] || tu_at_rev "$rev"
+  obj="$(realpath "$out")/$(basename "$src").o"
+  (cd "$BUILD" && eval "$TU_CMD$(tu_quote "$@") -o $(printf '%q' "$obj")")
+  objs+="$(printf '%q' "$obj") "
+done
 link=${link#: && }
 link=${link% && :}
 link=${link/ -o mlakit / -o variants\/$NAME\/mlakit }
-link=${link/ libmlakit_kernels.a / $(printf '%q' "$obj") libmlakit_kernels.a }
+link=${link/ libmlakit_kernels.a / ${objs}libmlakit_kernels.a }
 (cd "$BUILD" && eval "$link")
 printf '%s\n' "$*" >"$out/flags"
 echo "variant_build: $out/mlakit (${SRC}${rev:+ at $rev}${*:+ with $*})"

@@ -1,5 +1,5 @@
-"""scripts/variant_build.sh: the CLI linked with one translation unit compiled again (extra flags,
-or a git revision's sources)."""
+"""scripts/variant_build.sh: the CLI linked with one or more translation units compiled again (extra
+flags, or a git revision's sources)."""
 
 import os
 import shutil
@@ -50,6 +50,20 @@ def test_a_variant_links_and_runs():
         assert v.returncode == 0 and v.stdout.startswith("mlakit ")
         r = run(build, name, "src/kernels/dsa_decode/no_such.cu")
         assert r.returncode == 2 and "SOURCE" in r.stderr
+        # Several units: each compiled with the flags, all linked; a bad list names the SOURCE.
+        two = "src/kernels/dsa_decode/check_indices.cu,src/kernels/workbench/timing_kernels.cu"
+        r = run(build, name, two, "-DMLAKIT_VARIANT_BUILD_TEST=1")
+        assert r.returncode == 0, r.stderr
+        objs = sorted(p.name for p in (build / "variants" / name).glob("*.o"))
+        assert objs == ["check_indices.cu.o", "timing_kernels.cu.o"], objs
+        v = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+        assert v.returncode == 0 and v.stdout.startswith("mlakit ")
+        for bad, message in [("src/kernels/dsa_decode/check_indices.cu,,x.cu", "an empty name"),
+                             ("src/kernels/dsa_decode/check_indices.cu,src/kernels/dsa_decode/check_indices.cu",
+                              "two units named"),
+                             ("src/kernels/dsa_decode/check_indices.cu,src/no_such.cu", "SOURCE")]:
+            r = run(build, name, bad)
+            assert r.returncode == 2 and message in r.stderr, (bad, r.stderr)
         r = run("--rev", "no-such-revision", build, name, "src/kernels/dsa_decode/check_indices.cu")
         assert r.returncode == 2 and "is not a commit" in r.stderr
     finally:
