@@ -57,9 +57,15 @@ __device__ __forceinline__ void load_entries(const int32_t* row, int topk, int32
 // ints of shared scratch. Keeps the values in [0, num_slots), counts them over the CTA and ends
 // with a CTA barrier, after which slots[0, count) holds the split's slots. `whole_rows`: the
 // split_row_by argument (merging_whole_rows for a kernel that merges its splits, 0 for a floor).
-template <int kThreads, int kPerThread>
+// on_split(plan) runs on every thread once the row's split plan is known (after the count's
+// barrier, before the compaction's stores).
+struct NoSplitHook {
+  __device__ void operator()(const RowSplit&) const {}
+};
+template <int kThreads, int kPerThread, class OnSplit = NoSplitHook>
 __device__ RowSlice slice_entries(int32_t (&v)[kPerThread], int64_t num_slots, int split, int max_splits,
-                                  int min_rows, int whole_rows, int32_t* slots, int* warp_count) {
+                                  int min_rows, int whole_rows, int32_t* slots, int* warp_count,
+                                  OnSplit on_split = {}) {
   constexpr int kWarps = kThreads / 32;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int mine = 0;
@@ -85,6 +91,7 @@ __device__ RowSlice slice_entries(int32_t (&v)[kPerThread], int64_t num_slots, i
   }
   static_assert(kThreads * kPerThread <= kMaxRowEntries, "split_row_small covers the row");
   const RowSplit rs = split_row_small(n, max_splits, min_rows, whole_rows);
+  on_split(rs);
   const int begin = split * rs.rows_per_split;
   const int count = split < rs.splits ? min(rs.rows_per_split, n - begin) : 0;
 #pragma unroll
@@ -92,6 +99,66 @@ __device__ RowSlice slice_entries(int32_t (&v)[kPerThread], int64_t num_slots, i
   __syncthreads();
   return RowSlice{n, rs.splits, count > 0 ? count : 0};
 }
+
+// The first tiles of a split row's splits prefetched into L2 while the row is sliced (v2_fused
+// devlog step 44). When many CTAs start long rows at once, their first tiles are requested after
+// the slice (~1.5-2 us of index row, scan and plan) and land at DRAM's pace; asked for as soon as
+// the index row lands, those bytes come while the CTAs still compact. Each CTA guesses without the
+// scan: split s of a full row is raw positions [s per, (s + 1) per), per as split_row() gives it
+// for topk valid slots, and the CTA prefetches the first kFirstTileRows of that window (the head
+// groups of a split take alternate positions). So the CTAs of a row cover every window whatever
+// the row's valid count; a row with holes moves its slots to other splits, whose rows some other
+// CTA of the row prefetched. Only rows of two splits or more prefetch (the hook below): a row that
+// one CTA takes whole gained nothing and paid ~0.1-0.25 us of the prefetch's load-store issue on
+// its slice (step 44). prefetch.global.L2, one per 128-byte line: the bulk form went through the
+// copy unit ahead of the CTA's own bulk copies (+0.7-1.3 us on short rows).
+#if defined(MLAKIT_PF_DEPTH)
+constexpr int kFirstTileRows = MLAKIT_PF_DEPTH;  // an experiment's depth (0: no prefetch)
+#else
+constexpr int kFirstTileRows = 64;  // one tile (step 44: 128 lost 1 % on the contest)
+#endif
+
+// The line prefetches of kBytes from `at` (16-byte aligned; a row that crosses one more line than
+// kBytes / 128 leaves its last line out: the prefetch is a hint).
+template <int kBytes>
+__device__ __forceinline__ void prefetch_lines_l2(const void* at, bool on) {
+#pragma unroll
+  for (int b = 0; b < kBytes; b += 128)
+    if (on) asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const uint8_t*>(at) + b));
+}
+
+// RowLines(slot, on): the prefetches of one slot's row (on: the slot is valid). kThreads: the CTA's.
+template <int kThreads, class RowLines>
+struct FirstTiles {
+  static constexpr int kPer = (kFirstTileRows + kThreads - 1) / kThreads;  // positions per thread
+  int32_t e[kPer > 0 ? kPer : 1];
+  int64_t num_slots;
+  RowLines lines;
+
+  // At the kernel's start, beside the index row's own loads: this CTA's positions of its window.
+  __device__ FirstTiles(const int32_t* row, int topk, int64_t num_slots_, int split, int max_splits, int min_rows,
+                        int group, int groups, RowLines lines_)
+      : num_slots(num_slots_), lines(lines_) {
+    int per = int(__fdividef(ceil_div_numerator(topk, max_splits), float(max_splits)));
+    per = (per + kStageRows - 1) / kStageRows * kStageRows;
+    per = per < min_rows ? min_rows : per;
+    const int begin = split * per, end = min(topk, begin + min(per, kFirstTileRows));
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int pos = begin + group + groups * (int(threadIdx.x) + k * kThreads);
+      e[k] = pos < end ? __ldg(row + pos) : -1;
+    }
+  }
+  // slice_entries' hook: the prefetches, when the row has two splits or more.
+  __device__ void operator()(const RowSplit& plan) const {
+    if (kPer == 0 || plan.splits < 2) return;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const bool on = e[k] >= 0 && e[k] < num_slots;
+      lines(on ? e[k] : 0, on);
+    }
+  }
+};
 
 // Both steps at once: the whole row read, counted and this split's slots compacted (no row kept
 // whole: the gather floors' slicing).

@@ -529,6 +529,24 @@ __device__ void init_barriers(Smem& s) {
   mbar_fence_init();
 }
 
+// An FP8 slot's 656-byte row for FirstTiles (row_slice.cuh), one L2 prefetch per line, its
+// address as produce() forms it.
+struct RowLinesFp8 {
+  const uint8_t* cache;
+  int64_t stride_page;
+  int page_size, page_shift;
+  __device__ explicit RowLinesFp8(const Params& p)
+      : cache(static_cast<const uint8_t*>(p.io.kv_cache)),
+        stride_page(p.io.kv_stride_page),
+        page_size(p.page_size),
+        page_shift(p.page_shift) {}
+  __device__ void operator()(int64_t slot, bool on) const {
+    const int32_t s = int32_t(slot), page = page_shift >= 0 ? s >> page_shift : s / page_size;
+    prefetch_lines_l2<kRawRowBytes>(cache + int64_t(page) * stride_page + int64_t(s - page * page_size) * kRawRowBytes,
+                                    on);
+  }
+};
+
 template <int Stages, int Producers, Work W, bool kCluster>
 __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
     dsa_v2_fp8_kernel(const __grid_constant__ Params p) {
@@ -547,13 +565,20 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, kWgs>, kCtasPerSm)
   // The index row's loads go out first: their round trip overlaps the set-up below.
   int32_t entries[dsa_v2::kIdxPerThread];
   load_entries<dsa_v2::kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
+  // Its first tiles' rows, prefetched once the row's plan says it is split (the decode only).
+  const FirstTiles<kThreadsFor<Producers, kWgs>, RowLinesFp8> first_tiles(
+      p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, split, p.max_splits, p.min_rows, group,
+      p.head_groups, RowLinesFp8(p));
   init_barriers<W>(s);  // ordered before first use by slice_entries's barriers
   // One copy of Q for both consumer warpgroups, shared by every consumer warp (as v2_fused's
   // mma.sync path: dsa_v2::load_q_share).
   if (q_copier) dsa_v2::load_q_share<kConsumerWarpsAll>(p, s.wg[0].q, t, group * kHeads, warp);
 
   const RowSlice rs = slice_entries<kThreadsFor<Producers, kWgs>, dsa_v2::kIdxPerThread>(
-      entries, p.num_slots, split, p.max_splits, p.min_rows, merging_whole_rows(p.min_rows), s.slots, s.warp_count);
+      entries, p.num_slots, split, p.max_splits, p.min_rows, merging_whole_rows(p.min_rows), s.slots, s.warp_count,
+      [&](const RowSplit& plan) {
+        if constexpr (kDecode) first_tiles(plan);
+      });
   MLAKIT_STAMP(threadIdx.x == 0, kSliced);
   MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(rs.count) | (uint64_t(rs.splits) << 32));
   const bool works = split < rs.splits && rs.n_valid > 0;

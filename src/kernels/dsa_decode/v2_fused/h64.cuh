@@ -280,6 +280,10 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   // The index row's loads go out first: their round trip overlaps the set-up below.
   int32_t entries[kIdxPerThread];
   load_entries<kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
+  // Its first tiles' rows, prefetched once the row's plan says it is split (row_slice.cuh).
+  const FirstTiles<kThreads, RowLinesBf16> first_tiles(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk,
+                                                       p.num_slots, split, p.max_splits, p.min_rows, group,
+                                                       p.head_groups, RowLinesBf16(p.io));
   if (threadIdx.x == 0) {
     for (auto& b : s.full) mbar_init(&b, kWarpsPerStage * 32);  // every lane of the stage's warps
     for (auto& b : s.empty) mbar_init(&b, kWgs * kConsumerThreads);
@@ -291,7 +295,8 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
 
   int32_t* slots = p.slots + (int64_t(t) * gridDim.x + blockIdx.x) * p.topk;
   const RowSlice rs = slice_entries<kThreads, kIdxPerThread>(entries, p.num_slots, split, p.max_splits, p.min_rows,
-                                                             merging_whole_rows(p.min_rows), slots, s.warp_count);
+                                                             merging_whole_rows(p.min_rows), slots, s.warp_count,
+                                                             first_tiles);
   const bool works = split < rs.splits && rs.n_valid > 0;
   MLAKIT_STAMP(threadIdx.x == 0, kSliced);
   MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(rs.count) | (uint64_t(rs.splits) << 32));

@@ -414,6 +414,23 @@ __device__ __forceinline__ void post_q(const Params& p, Smem& s, int t, int row,
   else cp_async_wait<0>();
 }
 
+// A bf16 slot's row for FirstTiles (row_slice.cuh): its ckv part (1,024 bytes) and its kpe part
+// (128), one L2 prefetch per line.
+struct RowLinesBf16 {
+  const uint8_t* ckv;
+  const uint8_t* kpe;
+  int64_t ckv_pitch, kpe_pitch;  // bytes
+  __device__ explicit RowLinesBf16(const DsaTensors& x)
+      : ckv(static_cast<const uint8_t*>(x.ckv_cache)),
+        kpe(static_cast<const uint8_t*>(x.kpe_cache)),
+        ckv_pitch(x.ckv_stride_slot * 2),
+        kpe_pitch(x.kpe_stride_slot * 2) {}
+  __device__ void operator()(int64_t slot, bool on) const {
+    prefetch_lines_l2<kDimV * 2>(ckv + slot * ckv_pitch, on);
+    prefetch_lines_l2<kDimR * 2>(kpe + slot * kpe_pitch, on);
+  }
+};
+
 // grid (max_splits x head_groups, T); Wgs consumer warpgroups of 16 heads each share the CTA's
 // gathered tiles (head_groups = H / (16 Wgs)). Pooled: the rows of all T <= kMaxPoolTokens tokens
 // share the grid's CTAs (row_ring.h).
@@ -432,6 +449,10 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   // The index row's loads go out first: their round trip overlaps the set-up below.
   int32_t entries[kIdxPerThread];
   if constexpr (!Pooled) load_entries<kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
+  // Its first tiles' rows, prefetched once the row's plan says it is split (pooled rows: unused).
+  const FirstTiles<kThreadsFor<Producers, Wgs>, RowLinesBf16> first_tiles(
+      p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, own_split, p.max_splits, p.min_rows, group,
+      p.head_groups, RowLinesBf16(p.io));
   // Ordered before first use by the slice's barriers (every arrival on q_full comes after them).
   init_barriers<G, Producers, Wgs>(s, kQCopyThreads<M, Pooled, Wgs>);
   issue_q<M, Pooled, Wgs>(p, s, t, group, warp);
@@ -448,7 +469,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   } else {
     rs = slice_entries<kThreadsFor<Producers, Wgs>, kIdxPerThread>(entries, p.num_slots, split, p.max_splits, p.min_rows,
                                                                    merging_whole_rows(p.min_rows),
-                                                                   s.slots, s.warp_count);
+                                                                   s.slots, s.warp_count, first_tiles);
   }
   MLAKIT_STAMP(threadIdx.x == 0, kSliced);
   MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(rs.count) | (uint64_t(rs.splits) << 32));
