@@ -6,6 +6,7 @@ time. No GPU needed.
 Usage:
   python3 scripts/sass_diff.py A B [--function REGEX] [--order OPS [--from REGEX] [--gap N]] [--diff N]
                                [--ignore-registers] [--names OLD,NEW]
+  python3 scripts/sass_diff.py A --order OPS [--function REGEX] [--from REGEX] [--gap N]
 
 A and B: cubins (disassembled with the pinned nvdisasm, .deps/nvdisasm, or $NVDISASM) or the text
 of `nvdisasm -c`. scripts/cubin_of.sh compiles one translation unit of a build to a cubin with
@@ -27,7 +28,9 @@ order with repeats folded (LDGSTS x36) and (+N) where N >= --gap (default 8) oth
 come between two of them: how a warp's copies are issued, in one burst or spread out; --from starts it at the first instruction that matches (USETMAXREG.DEALLOC: a warp-specialized
 kernel's producer branch). --diff N prints up to N lines of a unified diff of each changed
 function's normalised listing. --ignore-registers masks register numbers first, so that a function
-whose registers were only renamed reads "same code" and the diff shows what moved.
+whose registers were only renamed reads "same code" and the diff shows what moved. With A alone,
+--order is required and each function's instruction count and order are printed (one build's
+prologue or producer read on its own).
 
 Exit status: 0 (also when the builds differ); 2 for bad arguments or a file that cannot be read.
 docs/workbench.md, "SASS of two builds".
@@ -186,11 +189,27 @@ def compare(fa, fb, pattern=None, ops=None, start=None, diff_lines=0, names=("A"
     return out
 
 
+def describe(fa, pattern=None, ops=None, start=None, gap=8):
+    """The report for the functions of one listing: instruction count and --order, as lines."""
+    keys = list(fa)
+    readable = demangled(keys)
+    if pattern:
+        keys = [k for k in keys if pattern.search(k) or pattern.search(readable[k])]
+    if not keys:
+        return ["no function" + (f" matches '{pattern.pattern}'" if pattern else " in the listing")]
+    out = []
+    for k in keys:
+        out.append(f"== {readable[k]}")
+        out.append(f"   instructions: {len(fa[k])}")
+        out.append("   order: " + (", ".join(order(fa[k], ops, start, gap)) or "(none)"))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("a", help="the first build: a cubin or nvdisasm -c text (the baseline)")
-    ap.add_argument("b", help="the second build")
+    ap.add_argument("b", nargs="?", help="the second build (left out: A's --order alone)")
     ap.add_argument("--function", help="only functions whose mangled or readable name matches this regex")
     ap.add_argument("--order", help="comma-separated opcodes whose program order to print (LDG,SYNCS,LDGSTS)")
     ap.add_argument("--gap", type=int, default=8, metavar="N",
@@ -224,6 +243,25 @@ def main(argv=None):
     if args.order and not ops:
         print("sass_diff: error: --order names no opcode", file=sys.stderr)
         return 2
+    if args.b is None:
+        if not ops:
+            print("sass_diff: error: with one listing, --order is required (there is nothing to compare)",
+                  file=sys.stderr)
+            return 2
+        if args.diff or args.names != "A,B":
+            print("sass_diff: error: --diff and --names compare two listings; give B", file=sys.stderr)
+            return 2
+        try:
+            fa = functions(read_listing(args.a), args.ignore_registers)
+        except BadInput as e:
+            print(f"sass_diff: error: {e}", file=sys.stderr)
+            return 2
+        if not fa:
+            print("sass_diff: error: no function in the file (expected a cubin or `nvdisasm -c` text)",
+                  file=sys.stderr)
+            return 2
+        print("\n".join(describe(fa, pattern, ops, start, args.gap)))
+        return 0
     try:
         a, b = read_listing(args.a), read_listing(args.b)
     except BadInput as e:

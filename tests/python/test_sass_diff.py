@@ -95,6 +95,20 @@ def test_bad_arguments_name_the_option(tmp_path, capsys, args, message):
     assert message in capsys.readouterr().err
 
 
+def test_one_listing_prints_its_order(tmp_path, capsys):
+    a = write(tmp_path, "a.sass", {"_Z3onev": SPREAD, "_Z3twov": ["EXIT"]})
+    assert sass_diff.main([a, "--order", "LDGSTS", "--gap", "1", "--function", "one"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("== ") == 1 and "instructions: 9" in out
+    assert "order: LDGSTS x2, (+1), LDGSTS x2" in out
+    for args, message in [([], "--order is required"), (["--order", "LDG", "--diff", "3"], "give B"),
+                          (["--order", "LDG", "--names", "x,y"], "give B")]:
+        assert sass_diff.main([a] + args) == 2
+        assert message in capsys.readouterr().err
+    assert sass_diff.main([str(tmp_path / "missing.cubin"), "--order", "LDG"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
 def test_unreadable_inputs(tmp_path, capsys):
     assert sass_diff.main([str(tmp_path / "missing.cubin"), str(tmp_path / "missing.cubin")]) == 2
     assert "no such file" in capsys.readouterr().err
