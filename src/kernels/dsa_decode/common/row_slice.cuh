@@ -139,9 +139,7 @@ struct FirstTiles {
   __device__ FirstTiles(const int32_t* row, int topk, int64_t num_slots_, int split, int max_splits, int min_rows,
                         int group, int groups, RowLines lines_)
       : num_slots(num_slots_), lines(lines_) {
-    int per = int(__fdividef(ceil_div_numerator(topk, max_splits), float(max_splits)));
-    per = (per + kStageRows - 1) / kStageRows * kStageRows;
-    per = per < min_rows ? min_rows : per;
+    const int per = split_row_small(topk, max_splits, min_rows, 0).rows_per_split;  // a full row's
     const int begin = split * per, end = min(topk, begin + min(per, kFirstTileRows));
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {

@@ -48,6 +48,14 @@ using dsa_v2::kSPitch;
 using dsa_v2::kSlotTiles;
 using dsa_v2::wg_warp;
 
+// Slot `slot`'s 656-byte row: page slot / page_size (a shift when page_shift >= 0), row slot %
+// page_size (slot < 2^31: 32-bit division).
+__device__ __forceinline__ const uint8_t* raw_row(const uint8_t* cache, int64_t stride_page, int page_size,
+                                                  int page_shift, int32_t slot) {
+  const int32_t page = page_shift >= 0 ? slot >> page_shift : slot / page_size;
+  return cache + int64_t(page) * stride_page + int64_t(slot - page * page_size) * kRawRowBytes;
+}
+
 // Producer warp `pw`: its stages of the ring and its rows of each (dsa_ring::for_each_own_stage:
 // two warps per stage, each half of its rows, so that the first tile's rows are requested by all
 // four warps at once; v2_fused devlog step 19). Lane 0 raises the full barrier's byte count for
@@ -75,10 +83,8 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
     __syncwarp();
     if (lane < own) {
       const int r = st.r0 + lane;
-      const int32_t slot = s.slots[st.index * kStageRows + r];  // < 2^31: 32-bit division
-      const int32_t page = p.page_shift >= 0 ? slot >> p.page_shift : slot / p.page_size;
-      const int32_t row = slot - page * p.page_size;
-      const uint8_t* src = cache + int64_t(page) * p.io.kv_stride_page + int64_t(row) * kRawRowBytes;
+      const int32_t slot = s.slots[st.index * kStageRows + r];
+      const uint8_t* src = raw_row(cache, p.io.kv_stride_page, p.page_size, p.page_shift, slot);
       bulk_copy_g2s(stage + r * kRawRowBytes, src, kRawRowBytes, full, policy);
     }
     MLAKIT_STAMP(stamp_first, kFillBulk);
@@ -529,8 +535,8 @@ __device__ void init_barriers(Smem& s) {
   mbar_fence_init();
 }
 
-// An FP8 slot's 656-byte row for FirstTiles (row_slice.cuh), one L2 prefetch per line, its
-// address as produce() forms it.
+// An FP8 slot's 656-byte row for FirstTiles (row_slice.cuh), one L2 prefetch per line (raw_row,
+// as produce() addresses it).
 struct RowLinesFp8 {
   const uint8_t* cache;
   int64_t stride_page;
@@ -541,9 +547,7 @@ struct RowLinesFp8 {
         page_size(p.page_size),
         page_shift(p.page_shift) {}
   __device__ void operator()(int64_t slot, bool on) const {
-    const int32_t s = int32_t(slot), page = page_shift >= 0 ? s >> page_shift : s / page_size;
-    prefetch_lines_l2<kRawRowBytes>(cache + int64_t(page) * stride_page + int64_t(s - page * page_size) * kRawRowBytes,
-                                    on);
+    prefetch_lines_l2<kRawRowBytes>(raw_row(cache, stride_page, page_size, page_shift, int32_t(slot)), on);
   }
 };
 
