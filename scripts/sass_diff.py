@@ -150,12 +150,17 @@ def demangled(names):
     return dict(zip(names, lines))
 
 
-def compare(fa, fb, pattern=None, ops=None, start=None, diff_lines=0, names=("A", "B"), gap=8):
-    """The report for the functions of two listings (functions()), as a list of lines."""
-    keys = list(fa) + [k for k in fb if k not in fa]
+def selected(keys, pattern):
+    """The functions --function keeps (by mangled or readable name) and their readable names."""
     readable = demangled(keys)
     if pattern:
         keys = [k for k in keys if pattern.search(k) or pattern.search(readable[k])]
+    return keys, readable
+
+
+def compare(fa, fb, pattern=None, ops=None, start=None, diff_lines=0, names=("A", "B"), gap=8):
+    """The report for the functions of two listings (functions()), as a list of lines."""
+    keys, readable = selected(list(fa) + [k for k in fb if k not in fa], pattern)
     out = []
     if not keys:
         out.append("no function" + (f" matches '{pattern.pattern}'" if pattern else " in either listing"))
@@ -191,10 +196,7 @@ def compare(fa, fb, pattern=None, ops=None, start=None, diff_lines=0, names=("A"
 
 def describe(fa, pattern=None, ops=None, start=None, gap=8):
     """The report for the functions of one listing: instruction count and --order, as lines."""
-    keys = list(fa)
-    readable = demangled(keys)
-    if pattern:
-        keys = [k for k in keys if pattern.search(k) or pattern.search(readable[k])]
+    keys, readable = selected(list(fa), pattern)
     if not keys:
         return ["no function" + (f" matches '{pattern.pattern}'" if pattern else " in the listing")]
     out = []

@@ -32,11 +32,13 @@ shift 3
 IFS=, read -r -a srcs <<<"$SRC"
 [ ${#srcs[@]} -ge 1 ] || tu_usage "$usage"
 declare -A seen=()
+units=() cmds=()  # every unit's absolute path and nvcc line, all checked before anything is compiled
 for src in "${srcs[@]}"; do
   [ -n "$src" ] || tu_fail "SOURCE: an empty name in '$SRC'"
   [ -z "${seen[$(basename "$src")]:-}" ] || tu_fail "SOURCE: two units named $(basename "$src") in '$SRC'"
   seen[$(basename "$src")]=1
-  tu_nvcc_line "$BUILD" "$src"  # every unit checked before anything is compiled
+  tu_nvcc_line "$BUILD" "$src"
+  units+=("$TU_SRC") cmds+=("$TU_CMD")
 done
 link=$(ninja -C "$BUILD" -t commands mlakit 2>/dev/null | tail -1)
 grep -q -- " -o mlakit " <<<"$link" && grep -q " libmlakit_kernels.a " <<<"$link" ||
@@ -44,10 +46,10 @@ grep -q -- " -o mlakit " <<<"$link" && grep -q " libmlakit_kernels.a " <<<"$link
 out="$BUILD/variants/$NAME"
 mkdir -p "$out"
 objs=""
-for src in "${srcs[@]}"; do
-  tu_nvcc_line "$BUILD" "$src"
+for i in "${!units[@]}"; do
+  TU_SRC=${units[$i]} TU_CMD=${cmds[$i]}
   [ -z "$rev" ] || tu_at_rev "$rev"
-  obj="$(realpath "$out")/$(basename "$src").o"
+  obj="$(realpath "$out")/$(basename "$TU_SRC").o"
   (cd "$BUILD" && eval "$TU_CMD$(tu_quote "$@") -o $(printf '%q' "$obj")")
   objs+="$(printf '%q' "$obj") "
 done
