@@ -23,6 +23,7 @@
 #include "kernels/common/gather.cuh"
 #include "kernels/common/timeline.cuh"
 #include "kernels/dsa_decode/common/row_ring.h"
+#include "mlakit/dsa.h"
 
 namespace mlakit::dsa_ring {
 
@@ -45,6 +46,12 @@ struct RowSource {
   int64_t kpe_stride;
   uint64_t policy;
 };
+
+// The bf16 caches of `x` as the producers read them (each row once: evict_first).
+__device__ __forceinline__ RowSource row_source(const DsaTensors& x) {
+  return {static_cast<const uint16_t*>(x.ckv_cache), static_cast<const uint16_t*>(x.kpe_cache), x.ckv_stride_slot,
+          x.kpe_stride_slot, kernels::l2_policy(kernels::L2Evict::kFirst)};
+}
 
 // Warp-wide: one row by 16-byte cp.async (zeros when not valid), each copy by
 // copy16(smem, gmem, valid).

@@ -24,9 +24,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
                                                         s.slots, s.warp_count);
   if (rs.count == 0) return;
   if (threadIdx.x / 32 >= kConsumerWarps) {
-    const RowSource src{static_cast<const uint16_t*>(p.io.ckv_cache), static_cast<const uint16_t*>(p.io.kpe_cache),
-                        p.io.ckv_stride_slot, p.io.kpe_stride_slot, kernels::l2_policy(kernels::L2Evict::kFirst)};
-    produce_rows<G, Stages, Producers>(src, s.slots, rs.count, &s.ring[0][0], s.full, s.empty,
+    produce_rows<G, Stages, Producers>(row_source(p.io), s.slots, rs.count, &s.ring[0][0], s.full, s.empty,
                                        threadIdx.x / 32 - kConsumerWarps);
     return;
   }

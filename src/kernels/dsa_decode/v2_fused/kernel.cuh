@@ -86,10 +86,7 @@ __device__ void load_q(const Params& p, Part& part, int t, int head0) {
 // Producer warp `pw`: its stages of the split.
 template <Gather G, int Stages, int Producers, class Smem>
 __device__ void produce(const Params& p, Smem& s, int count, int pw) {
-  const DsaTensors& x = p.io;
-  const RowSource src{static_cast<const uint16_t*>(x.ckv_cache), static_cast<const uint16_t*>(x.kpe_cache),
-                      x.ckv_stride_slot, x.kpe_stride_slot, l2_policy(L2Evict::kFirst)};
-  produce_rows<G, Stages, Producers>(src, s.slots, count, &s.ring[0][0], s.full, s.empty, pw);
+  produce_rows<G, Stages, Producers>(row_source(p.io), s.slots, count, &s.ring[0][0], s.full, s.empty, pw);
 }
 
 // In the functions below `hb` is a block of 16 heads, t x H / 16 + h / 16 (a consumer warpgroup's:
