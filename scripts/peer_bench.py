@@ -15,9 +15,9 @@ check and the same timing:
   reported and not timed;
 - GPU span of one call: CUPTI's kernel records through PyTorch's profiler (kineto), from the
   call's first kernel start to its last kernel end, a buffer of twice the L2 written before every
-  call (cold L2) and a busy-wait kernel queued after it so that the host's launch time never opens
-  a gap inside the call, 10 warm-up calls, the median of 50 (the rule of `mlakit bench`;
-  docs/workbench.md);
+  call (cold L2) and a busy-wait kernel queued after it (30 us + 4 x the p90 of the host time of
+  one call) so that the host's launch time never opens a gap inside the call, 10 warm-up calls, the
+  median of 50 (the rule of `mlakit bench`; docs/workbench.md);
 - host time of one call: perf_counter around each of 20 calls queued behind a busy GPU, median.
 
 Implementations: `mlakit` (the binding, default plans) and `triton-<config>`, a plain Triton
@@ -77,18 +77,22 @@ def parse_args(argv=None):
     return args
 
 
-# Cycles of busy-wait queued before each timed call (~100 us at 1.98 GHz): longer than the host
-# needs to enqueue any implementation here (Triton's launcher: ~20 us a kernel).
-BUSY_CYCLES = 200_000
+def busy_cycles(host_us: float) -> int:
+    """Cycles of busy-wait queued before each timed call: 30 us + 4 x the host time of one call (the
+    rule of src/workbench/timer.cpp; the factor covers the profiler's per-launch cost), counted at
+    2 GHz, at or above an SM clock of Hopper, so that the wait is never shorter than that."""
+    return int(2000 * (30.0 + 4.0 * host_us))
 
 
-def median_span(fn, flush, iters: int, warmup: int) -> tuple[float, list[float]]:
+def median_span(fn, flush, iters: int, warmup: int, host_us: float) -> tuple[float, list[float]]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    cycles = busy_cycles(host_us)
+
     def timed_call():
         flush()
-        torch.cuda._sleep(BUSY_CYCLES)
+        torch.cuda._sleep(cycles)
         fn()
 
     for _ in range(warmup):
@@ -107,7 +111,7 @@ def median_span(fn, flush, iters: int, warmup: int) -> tuple[float, list[float]]
     return statistics.median(per_call), per_call
 
 
-def host_time_us(fn, calls: int = 20) -> float:
+def host_times_us(fn, calls: int = 20) -> list[float]:
     import torch
 
     torch.cuda.synchronize()
@@ -118,7 +122,7 @@ def host_time_us(fn, calls: int = 20) -> float:
         fn()
         times.append((time.perf_counter() - t0) * 1e6)
     torch.cuda.synchronize()
-    return statistics.median(times)
+    return times
 
 
 def make_impl(name: str):
@@ -180,9 +184,10 @@ def run(args) -> int:
                 rec = {"impl": name, "suite": suite, "workload": w.name, "tokens": p.num_tokens,
                        "valid_slots": row["valid_slots"], "verified": ok, "check": detail}
                 if ok:
-                    span, per_call = median_span(call, flush, args.iters, args.warmup)
+                    host = host_times_us(call)
+                    span, per_call = median_span(call, flush, args.iters, args.warmup, _quantile(host, 0.9))
                     rec.update(span_us=span, span_p10_us=_quantile(per_call, 0.1),
-                               span_p90_us=_quantile(per_call, 0.9), host_us=host_time_us(call))
+                               span_p90_us=_quantile(per_call, 0.9), host_us=statistics.median(host))
                     row[name] = span
                 else:
                     failures += 1

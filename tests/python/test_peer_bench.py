@@ -53,6 +53,12 @@ def test_spans_refuse_a_broken_trace():
         spans.call_spans(ks, 2)
 
 
+def test_the_busy_wait_outlasts_the_host():
+    # 30 us + 4 x the host time, counted at 2 GHz: a 50 us Triton launch gets 230 us of wait.
+    assert peer_bench.busy_cycles(50.0) == 460_000
+    assert peer_bench.busy_cycles(0.0) == 60_000
+
+
 def test_the_flush_kernel_carries_the_mark():
     # Triton names a kernel after its function: the flush function must be named FLUSH_MARK.
     text = (ROOT / "scripts" / "peers" / "triton_dsa.py").read_text(encoding="utf-8")
