@@ -10,7 +10,7 @@ SUITE   ?= dsa-contest
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 
 .PHONY: all deps configure build build-cli run test test-cpu test-gpu test-python sanitize scan-sass \
-        flashinfer-bench fib-wheels clean
+        flashinfer-bench fib-wheels peers clean
 
 all: build
 
@@ -59,6 +59,11 @@ flashinfer-bench:
 
 fib-wheels:
 	@bash scripts/fetch_fib_wheels.sh
+
+# mlakit's DSA decode beside its peers in one run (docs/peers.md); PEER_ARGS reach the script.
+# Needs torch, triton and a GPU; says why and exits 0 elsewhere.
+peers: build
+	PYTHONPATH=$(abspath $(BUILD))/python python3 scripts/peer_bench.py $(PEER_ARGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -26,7 +26,8 @@ configs bn64w4, bn32w4, bn64w8: slots per block and warps; bn64w4s also skips bl
 only). With several peers the table adds the best of them per workload. Peers that are not installable here
 (FlashAttention-3's MLA path, FlashMLA) are not run; docs/peers.md says so.
 
-Prints a Markdown table per suite (span per implementation, ratio to mlakit, per workload and the
+Where torch, triton, a CUDA device or (for `mlakit`) the binding is missing it prints
+`[peer_bench] skipped: <reason>.` and exits 0. Prints a Markdown table per suite (span per implementation, ratio to mlakit, per workload and the
 suite mean) and, with --out, one JSON line per (implementation, workload).
 """
 
@@ -139,15 +140,32 @@ def suite_workloads(suite: str, seed: int):
     return synth.contest_workloads(seed=seed) if suite == "contest" else synth.serving_workloads(seed=seed)
 
 
+def missing_requirement(impls: list[str]) -> str | None:
+    """Why the bench cannot run here, or None: it needs torch, triton (the flush and the peer are
+    Triton kernels), a CUDA device and, when `mlakit` is named, the binding."""
+    import importlib.util
+
+    for module in ("torch", "triton"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed"
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no CUDA device visible to PyTorch"
+    if "mlakit" in impls and importlib.util.find_spec("mlakit") is None:
+        return "the mlakit binding is not importable (build it, then PYTHONPATH=build/python)"
+    return None
+
+
 def run(args) -> int:
+    reason = missing_requirement(args.impls)
+    if reason:
+        print(f"[peer_bench] skipped: {reason}.")
+        return 0
     import torch
 
     import dsa_reference
     from peers.triton_dsa import L2Flush, reference_ok
-
-    if not torch.cuda.is_available():
-        print("[peer_bench] no CUDA device visible to PyTorch; nothing run")
-        return 0
     dev = torch.device("cuda")
     flush = L2Flush(dev)
     impls = {name: make_impl(name) for name in args.impls}

@@ -106,6 +106,14 @@ def test_the_cli_knows_every_triton_configuration():
     assert peer_bench.parse_args([]).impls == ["mlakit"] + ["triton-" + c for c in peer_bench.TRITON_CONFIGS]
 
 
+def test_without_a_gpu_it_says_why_and_exits_0(capsys):
+    if peer_bench.missing_requirement(["mlakit"]) is None:
+        pytest.skip("this machine can run the bench")
+    assert peer_bench.main(["--suites", "contest", "--impls", "mlakit"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("[peer_bench] skipped: ") and out.rstrip().endswith(".")
+
+
 def _gpu_ready():
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None:
         return False
