@@ -1,13 +1,13 @@
-"""A plain Triton split-K DSA decode: the peer the issue and docs/dsa-contract.md compare against.
+"""A plain Triton split-K DSA decode: the peer docs/peers.md times beside mlakit.
 
 What the project's spec calls "plain Triton split-K (16 splits x 128 slots + combine)", written
-here from that description: kernel 1 runs one program per (token, split), gathers its 128 slots
-of the token's index row in blocks of BLOCK_N rows (masked loads: padding moves no bytes; the
-"s" configurations also skip a block of padding only),
-computes S = Q K^T with tl.dot (the heads as M), a base-2 online softmax and O += P V, and writes
-the split's normalised partial O (fp32) and its lse; kernel 2 runs one program per (token, head)
-and merges the 16 partials. Same contract as mlakit.dsa_sparse_attention: lse base 2, an empty row
-gives output 0 and lse -inf, indices outside [0, num_slots) are padding.
+here from that description. Kernel 1 runs one program per (token, split): it gathers its 128
+slots of the token's index row in blocks of BLOCK_N rows (masked loads: padding moves no bytes;
+the "s" configuration also skips a block of padding only), computes S = Q K^T with tl.dot (the
+heads as M), a base-2 online softmax and O += P V, and writes the split's normalised partial O
+(fp32) and its lse. Kernel 2 runs one program per (token, head) and merges the 16 partials. Same
+contract as mlakit.dsa_sparse_attention: lse base 2, an empty row gives output 0 and lse -inf,
+indices outside [0, num_slots) are padding.
 
 It is a baseline for timing (scripts/peer_bench.py), never a product path. Needs torch and
 triton (the GPU machine has both).
@@ -97,7 +97,7 @@ def _dsa_combine_kernel(part_o, part_lse, out, lse, H: tl.constexpr, DV: tl.cons
 
 
 def _slot_stride(cache: torch.Tensor, name: str) -> int:
-    pages, page_size, dim = cache.shape
+    pages, page_size, _ = cache.shape
     if cache.stride(2) != 1 or (pages > 1 and cache.stride(0) != page_size * cache.stride(1)):
         raise ValueError(f"{name}: expected rows of one slot stride (innermost contiguous), got strides "
                          f"{tuple(cache.stride())}")
