@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -75,6 +76,10 @@ def parse_args(argv=None):
         ap.error("--impls: an implementation is named twice")
     if args.iters < 1 or args.warmup < 0:
         ap.error("--iters must be >= 1 and --warmup >= 0")
+    if args.out is not None:
+        folder = args.out.resolve().parent
+        if args.out.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+            ap.error(f"--out: cannot write {str(args.out)!r} (a file in an existing, writable folder)")
     return args
 
 

@@ -76,6 +76,15 @@ def test_cli_names_a_bad_implementation(capsys):
         peer_bench.parse_args(["--impls", "mlakit", "mlakit"])
 
 
+def test_cli_refuses_an_out_file_it_cannot_write(tmp_path, capsys):
+    for bad in (tmp_path, tmp_path / "missing" / "peers.jsonl"):
+        with pytest.raises(SystemExit) as e:
+            peer_bench.parse_args(["--out", str(bad)])
+        assert e.value.code == 2
+        assert "--out: cannot write" in capsys.readouterr().err
+    assert peer_bench.parse_args(["--out", str(tmp_path / "peers.jsonl")]).out == tmp_path / "peers.jsonl"
+
+
 def test_table_marks_a_failed_workload_and_counts_the_peer_wins():
     rows = [dict(workload="w0", tokens=1, valid_slots=2, mlakit=4.0, triton=8.0),
             dict(workload="w1", tokens=8, valid_slots=100, mlakit=10.0, triton=math.nan),
