@@ -11,8 +11,8 @@ exactly the indices of the C++ suites: scripts/fib/synth.py; randn bf16 q and ca
 check and the same timing:
 
 - check: output and lse against the torch reference the contest's harness runs
-  (scripts/fib/dsa_reference.py), contest rule (docs/dsa-contract.md); a workload that fails is
-  reported and not timed;
+  (scripts/fib/dsa_reference.py), contest rule (docs/dsa-contract.md; the binding's tests' own
+  assert_contest_close, python/tests/dsa_ref.py); a workload that fails is reported and not timed;
 - GPU span of one call: CUPTI's kernel records through PyTorch's profiler (kineto), from the
   call's first kernel start to its last kernel end, a buffer of twice the L2 written before every
   call (cold L2) and a busy-wait kernel queued after it (30 us + 4 x the p90 of the host time of
@@ -23,12 +23,13 @@ check and the same timing:
 Implementations: `mlakit` (the binding, default plans) and `triton-<config>`, a plain Triton
 split-K kernel written from the spec's description of its peer (scripts/peers/triton_dsa.py;
 configs bn64w4, bn32w4, bn64w8: slots per block and warps; bn64w4s also skips blocks of padding
-only). With several peers the table adds the best of them per workload. Peers that are not installable here
-(FlashAttention-3's MLA path, FlashMLA) are not run; docs/peers.md says so.
+only). With several peers the table adds the best of them per workload. Peers that are not
+installable here (FlashAttention-3's MLA path, FlashMLA) are not run; docs/peers.md says so.
 
 Where torch, triton, a CUDA device or (for `mlakit`) the binding is missing it prints
-`[peer_bench] skipped: <reason>.` and exits 0. Prints a Markdown table per suite (span per implementation, ratio to mlakit, per workload and the
-suite mean) and, with --out, one JSON line per (implementation, workload).
+`[peer_bench] skipped: <reason>.` and exits 0. Otherwise it prints a Markdown table per suite
+(span per implementation, ratio to mlakit, per workload and the suite mean) and, with --out, one
+JSON line per (implementation, workload).
 """
 
 from __future__ import annotations
@@ -46,14 +47,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "scripts" / "fib"))
+sys.path.insert(0, str(ROOT / "python" / "tests"))  # dsa_ref: the contest rule the binding's tests apply
 
 import synth  # noqa: E402
-from peers import spans  # noqa: E402
+from peers import TRITON_CONFIGS, spans  # noqa: E402
 
 SUITES = ("contest", "serving")
-# The Triton peer's configurations (scripts/peers/triton_dsa.py, CONFIGS): slots per block, warps,
-# "s": blocks of padding only skipped.
-TRITON_CONFIGS = ("bn64w4", "bn32w4", "bn64w8", "bn64w4s")
+# Every implementation the script knows; all of them run by default.
 DEFAULT_IMPLS = ("mlakit",) + tuple("triton-" + c for c in TRITON_CONFIGS)
 
 
@@ -68,10 +68,9 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1, help="the suites' index seed (as mlakit bench --seed)")
     ap.add_argument("--out", type=Path, help="JSON lines, one per (implementation, workload)")
     args = ap.parse_args(argv)
-    known = ["mlakit"] + ["triton-" + c for c in TRITON_CONFIGS]
     for name in args.impls:
-        if name not in known:
-            ap.error(f"--impls: unknown implementation {name!r} ({', '.join(known)})")
+        if name not in DEFAULT_IMPLS:
+            ap.error(f"--impls: unknown implementation {name!r} ({', '.join(DEFAULT_IMPLS)})")
     if len(set(args.impls)) != len(args.impls):
         ap.error("--impls: an implementation is named twice")
     if args.iters < 1 or args.warmup < 0:
@@ -170,7 +169,9 @@ def run(args) -> int:
     import torch
 
     import dsa_reference
-    from peers.triton_dsa import L2Flush, reference_ok
+    from dsa_ref import assert_contest_close
+    from peers.triton_dsa import L2Flush
+
     dev = torch.device("cuda")
     flush = L2Flush(dev)
     impls = {name: make_impl(name) for name in args.impls}
@@ -203,7 +204,12 @@ def run(args) -> int:
                 call = lambda: impl(q_nope, q_pe, ckv, kpe, idx, w.sm_scale, out=out, lse=lse)  # noqa: E731
                 call()
                 torch.cuda.synchronize()
-                ok, detail = reference_ok(out, lse, ref_out, ref_lse)
+                ok, detail = True, "ok"
+                try:
+                    assert_contest_close(torch, out, ref_out, "output")
+                    assert_contest_close(torch, lse, ref_lse, "lse")
+                except AssertionError as e:
+                    ok, detail = False, str(e)
                 rec = {"impl": name, "suite": suite, "workload": w.name, "tokens": p.num_tokens,
                        "valid_slots": row["valid_slots"], "verified": ok, "check": detail}
                 if ok:
