@@ -114,16 +114,25 @@ static_assert(kStageRows == 32, "a stage's rows are split between the lanes of i
 //   PV: O += (P x scale of the slot) V in f16 (P's bf16 times a power of two is exact; each row's
 //       products are brought into f16's range by a power of two that O carries, pv_mma; V's bytes
 //       are paired across two slots by one prmt and widened by one exact cvt per pair).
-// The contraction order inside an MMA is free, so each lane reads whole 32-bit words: QK's k16 step
-// k takes channels 16 k + 4 t .. + 3 of the lane's slot (k = 2t, 2t + 1 <- the word's low half,
-// 2t + 8, 2t + 9 <- its high half; Q's fragment is built to match), PV's n8 tile 4 q + r takes dim
-// 32 q + 4 n + r (the word of lane n holds dims 32 q + 4 n .. + 3), so a lane's accumulators hold
-// dims 32 q + 8 t .. + 7 and the store below writes them as one 16-byte run.
+// The contraction order inside an MMA is free, so each lane reads whole 16-byte runs of its rows,
+// one shared load where 32-bit words took four (the same wavefronts: a warp's 16- and 8-byte loads
+// are conflict-free at the 656-byte row pitch): QK's k16 step k = 4 h + i takes channels
+// 64 h + 16 t + 4 i .. + 3 of the lane's slot, word i of its run h (k = 2t, 2t + 1 <- the word's low
+// half, 2t + 8, 2t + 9 <- its high half; Q's fragment is built to match). P V's B fragments take
+// two 8-byte runs per slot row (with one 16-byte run a lane's output dims would form runs that no
+// store instruction writes as whole sectors without an exchange between lanes): lane n's run a holds dims v_dims(a, n) .. + 7 and n8
+// tile 8 a + 4 h + r takes byte 4 h + r of it, so a lane's accumulators of column 2t + b hold dims
+// 64 a + 32 b + 8 t .. + 7 (n8 tiles 8 a .. 8 a + 7) and a quad's four lanes write one 64-byte run
+// per store instruction (store, below).
 
 constexpr int kLatentSteps = dsa_fp8::kTile / 16;  // 8 k16 steps of QK per warp
 static_assert(dsa_fp8::kNumScales == kConsumerWarps && kDimR == 16 * kConsumerWarps,
               "warp w: scale tile w and one k16 step of the rope");
 static_assert(kDimsPerWarp == dsa_fp8::kTile && kOTiles == 16, "PV: warp w's dims are scale tile w");
+
+// P V: the first of the 8 dims (bytes) of lane n's run a within the scale tile, 64 a + 32 (n % 2) +
+// 8 (n / 2) (the order above).
+__device__ __forceinline__ int v_dims(int a, int n) { return 32 * (2 * a + (n & 1)) + 8 * (n >> 1); }
 
 // Four E4M3 bytes -> two exact f16x2: bytes 0, 1 -> lo, bytes 2, 3 -> hi.
 __device__ __forceinline__ void e4m3x4_to_f16x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
@@ -160,6 +169,10 @@ struct RawTile {
   }
 };
 
+// The first of the four channels that lane t's word of QK's k16 step k holds, within a scale tile
+// (the order above): word k % 4 of the lane's 16-byte run k / 4.
+__device__ __forceinline__ int q_channel(int k, int t) { return 64 * (k / 4) + 16 * t + 4 * (k % 4); }
+
 // This warp's Q operands, built once: its scale tile's 128 channels as f16 in the permuted order
 // above, each row shifted by a power of two that puts its largest value in [2^14, 2^15) (f16's
 // range; values 2^28 below the row's largest may lose bits, which cannot show in S), and the rope
@@ -178,7 +191,7 @@ __device__ __forceinline__ void load_q_operands(const uint16_t* sq, QOperands& q
   for (int r = 0; r < 2; ++r)
 #pragma unroll
     for (int k = 0; k < kLatentSteps; ++k) {
-      const uint2 x = *reinterpret_cast<const uint2*>(sq + (g + 8 * r) * kKvPitch + w * dsa_fp8::kTile + 16 * k + 4 * t);
+      const uint2 x = *reinterpret_cast<const uint2*>(sq + (g + 8 * r) * kKvPitch + w * dsa_fp8::kTile + q_channel(k, t));
       v[r][k][0] = bf16_lo(x.x);
       v[r][k][1] = bf16_hi(x.x);
       v[r][k][2] = bf16_lo(x.y);
@@ -206,23 +219,36 @@ __device__ __forceinline__ void load_q_operands(const uint16_t* sq, QOperands& q
 }
 
 // Partial S[16 x 8 SlotTiles] over this warp's channels (scale tile w and rope step w) -> s_part[w].
-template <int SlotTiles>
-__device__ __forceinline__ void qk_partial(float* s_part, const QOperands& q, const RawTile& tile) {
+// `pv_scale` gets what P V multiplies P by: the scales of the lane's column slots j * 8 + 2t, + 1
+// (n8 tile j) as bf16x2 (exact: powers of two), 0 past the tile's rows (their scale may be stale,
+// not finite), read here once for both products. kFull: every slot of the tile is valid.
+template <int SlotTiles, bool kFull>
+__device__ __forceinline__ void qk_partial(float* s_part, const QOperands& q, const RawTile& tile,
+                                           uint32_t (&pv_scale)[SlotTiles]) {
+  const int rows = kFull ? SlotTiles * 8 : tile.rows;
   const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
+  static_assert(kLatentSteps % 4 == 0, "a lane's 16-byte run feeds four k16 steps");
   float acc[SlotTiles][4] = {};
 #pragma unroll
   for (int j = 0; j < SlotTiles; ++j) {
-    const auto* words = reinterpret_cast<const uint32_t*>(tile.row(j * 8 + g) + w * dsa_fp8::kTile) + t;
+    const auto* runs = reinterpret_cast<const uint4*>(tile.row(j * 8 + g) + w * dsa_fp8::kTile) + t;
 #pragma unroll
-    for (int k = 0; k < kLatentSteps; ++k) {
-      uint32_t b0, b1;
-      e4m3x4_to_f16x2(words[4 * k], b0, b1);
-      mma_f16_16816(acc[j], q.latent[k], b0, b1);
+    for (int h = 0; h < kLatentSteps / 4; ++h) {
+      const uint4 x = runs[4 * h];  // channels 64 h + 16 t .. + 15
+      const uint32_t words[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        uint32_t b0, b1;
+        e4m3x4_to_f16x2(words[i], b0, b1);
+        mma_f16_16816(acc[j], q.latent[4 * h + i], b0, b1);
+      }
     }
   }
 #pragma unroll
   for (int j = 0; j < SlotTiles; ++j) {  // columns j * 8 + 2t, + 1 (rows past the tile: masked later)
-    const float s0 = tile.scale(j * 8 + 2 * t, w), s1 = tile.scale(j * 8 + 2 * t + 1, w);
+    const int c0 = j * 8 + 2 * t;
+    const float s0 = tile.scale(c0, w), s1 = tile.scale(c0 + 1, w);
+    pv_scale[j] = pack_bf16x2(c0 < rows ? s0 : 0.f, c0 + 1 < rows ? s1 : 0.f);
     acc[j][0] = acc[j][0] * s0 * q.unshift[0];
     acc[j][1] = acc[j][1] * s1 * q.unshift[0];
     acc[j][2] = acc[j][2] * s0 * q.unshift[1];
@@ -249,25 +275,24 @@ __device__ __forceinline__ void qk_partial(float* s_part, const QOperands& q, co
 // [0, 1]. The products and P' are exact (bf16 P times powers of two; bf16's 8-bit significand fits
 // f16's 11) except where P' falls in f16's subnormal range. V's bytes widen to f16 exactly: one prmt
 // pairs the same dim of two slots, one cvt widens the pair.
-template <int Steps>
-__device__ __forceinline__ void pv_mma(const uint16_t* sp, const RawTile& tile, const float (&alpha)[2],
-                                       int (&unit)[2], float (&o)[kOTiles][4]) {
+// kFull: the tile holds 16 x Steps valid rows (no k16 step is skipped: straight-line code, whose
+// loads the compiler may issue ahead of the previous step's MMAs).
+template <int Steps, bool kFull>
+__device__ __forceinline__ void pv_mma(const uint16_t* sp, const RawTile& tile, const uint32_t (&pv_scale)[2 * Steps],
+                                       const float (&alpha)[2], int (&unit)[2], float (&o)[kOTiles][4]) {
   const int lane = threadIdx.x % 32, w = wg_warp(), g = lane / 4, t = lane % 4;
-  const int k_steps = (tile.rows + 15) / 16;
+  const int k_steps = kFull ? Steps : (tile.rows + 15) / 16;
   const uint16_t* a_row = sp + (lane % 16) * kPPitch + (lane / 16) * 8;
-  // The scale of a slot past the tile's rows is 0: P is 0 there and the stale scale may not be finite.
-  const auto scale_of = [&](int slot) { return slot < tile.rows ? tile.scale(slot, w) : 0.f; };
-  // P x scale in bf16 (exact: the scale is a power of two) and each row's largest product. A's
-  // registers: 0 and 2 row g, 1 and 3 row g + 8; this lane's k pairs are slots s0, s0 + 1 (0, 1) and
-  // s0 + 8, s0 + 9 (2, 3).
+  // P x scale in bf16 (exact: the scale is a power of two; 0 past the tile's rows, qk_partial) and
+  // each row's largest product. A's registers: 0 and 2 row g, 1 and 3 row g + 8; this lane's k
+  // pairs are slots s0, s0 + 1 (0, 1; n8 column tile 2k of QK) and s0 + 8, s0 + 9 (2, 3; tile 2k + 1).
   uint32_t a[Steps][4];
   uint32_t top[2] = {0u, 0u};  // bf16x2; every product is >= 0
 #pragma unroll
   for (int k = 0; k < Steps; ++k) {
     if (k >= k_steps) break;
-    const int s0 = 16 * k + 2 * t;
     ldmatrix_x4(a_row + k * 16, a[k]);
-    const uint32_t m01 = pack_bf16x2(scale_of(s0), scale_of(s0 + 1)), m89 = pack_bf16x2(scale_of(s0 + 8), scale_of(s0 + 9));
+    const uint32_t m01 = pv_scale[2 * k], m89 = pv_scale[2 * k + 1];
     a[k][0] = mul_bf16x2(a[k][0], m01);
     a[k][1] = mul_bf16x2(a[k][1], m01);
     a[k][2] = mul_bf16x2(a[k][2], m89);
@@ -297,19 +322,24 @@ __device__ __forceinline__ void pv_mma(const uint16_t* sp, const RawTile& tile, 
       const uint32_t x = mul_bf16x2(a[k][i], down[i % 2]);
       a16[i] = pack_f16x2(bf16_lo(x), bf16_hi(x));
     }
-    const uint8_t* r0 = tile.row(s0) + w * dsa_fp8::kTile + 4 * g;
-    const uint8_t* r1 = tile.row(s0 + 1) + w * dsa_fp8::kTile + 4 * g;
-    const uint8_t* r8 = tile.row(s0 + 8) + w * dsa_fp8::kTile + 4 * g;
-    const uint8_t* r9 = tile.row(s0 + 9) + w * dsa_fp8::kTile + 4 * g;
+    // Slots s0, s0 + 1, s0 + 8, s0 + 9, this lane's two 8-byte runs (v_dims): 16 dims each.
+    const auto runs = [&](int slot, uint2 (&x)[2]) {
+      const uint8_t* row = tile.row(slot) + w * dsa_fp8::kTile;
+      x[0] = *reinterpret_cast<const uint2*>(row + v_dims(0, g));
+      x[1] = *reinterpret_cast<const uint2*>(row + v_dims(1, g));
+    };
+    uint2 x0[2], x1[2], x8[2], x9[2];
+    runs(s0, x0), runs(s0 + 1, x1), runs(s0 + 8, x8), runs(s0 + 9, x9);
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const auto word = [q](const uint8_t* r) { return *reinterpret_cast<const uint32_t*>(r + 32 * q); };
-      uint32_t b0[4], b1[4];
-      e4m3_slot_pairs(word(r0), word(r1), b0);
-      e4m3_slot_pairs(word(r8), word(r9), b1);
+    for (int a = 0; a < 2; ++a)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) mma_f16_16816(o[4 * q + r], a16, b0[r], b1[r]);
-    }
+      for (int h = 0; h < 2; ++h) {  // word h of run a: n8 tiles 8 a + 4 h + 0..3
+        uint32_t b0[4], b1[4];
+        e4m3_slot_pairs(h ? x0[a].y : x0[a].x, h ? x1[a].y : x1[a].x, b0);
+        e4m3_slot_pairs(h ? x8[a].y : x8[a].x, h ? x9[a].y : x9[a].x, b1);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) mma_f16_16816(o[8 * a + 4 * h + r], a16, b0[r], b1[r]);
+      }
   }
 }
 
@@ -379,7 +409,8 @@ __device__ __forceinline__ void combine_warpgroups(Smem& s, int v, RowState& st,
 }
 
 // Output rows [16 hb, 16 hb + 16): one split writes O / l as bf16 (and the lse), several the
-// unnormalised partial; a lane's dims are [128 w + 32 q + 8 t, + 8) for q = 0..3 (see above).
+// unnormalised partial; a lane's dims of column 2t + b are [128 w + 64 a + 32 b + 8 t, + 8), n8 tiles
+// 8 a .. 8 a + 7 (pv_mma).
 // The bf16 rows go out from the fragments (a quad writes 64 contiguous bytes: whole sectors), the
 // output's scaled by 1 / l, the partial's as they are (bf16 partials, v2_fused devlog step 20; the
 // fp32 partial had to be staged: a lane's 32 bytes as two 16-byte halves touched half of 32 sectors
@@ -393,26 +424,30 @@ __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int spli
   const int64_t row0 = kPartial ? (int64_t(hb) * p.max_splits + split) * kHeads : int64_t(hb) * kHeads;
   constexpr int kPitch = kStagePitch;
   static_assert(kStagedEnd <= sizeof(s.ring), "the staged partial fits in the ring behind the warpgroups' hand-over");
+  static_assert(kOTiles == 16, "two runs of 8 n8 tiles");
   float* stage = reinterpret_cast<float*>(&s.ring[0][0] + kHandOverBytes) + w * kHeads * kPitch;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t base = (row0 + g + 8 * r) * kDimV + w * kDimsPerWarp + 8 * t;
     const float k = kPartial ? 1.f : fast_rcp(l_total[r]);  // a partial stays unnormalised
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const float* lo[4] = {&o[4 * q][2 * r], &o[4 * q + 1][2 * r], &o[4 * q + 2][2 * r], &o[4 * q + 3][2 * r]};
-      const float* hi[4] = {&o[4 * q][2 * r + 1], &o[4 * q + 1][2 * r + 1], &o[4 * q + 2][2 * r + 1], &o[4 * q + 3][2 * r + 1]};
-      if constexpr (kPartial && kCluster) {
-        auto* dst = reinterpret_cast<float4*>(stage + (g + 8 * r) * kPitch + 32 * q + 8 * t);
-        dst[0] = make_float4(*lo[0], *lo[1], *lo[2], *lo[3]);
-        dst[1] = make_float4(*hi[0], *hi[1], *hi[2], *hi[3]);
-      } else {  // bf16 rows: the output, or the partial (dsa_v2::part_o_bf16)
-        uint16_t* out = kPartial ? dsa_v2::part_o_bf16(p) : static_cast<uint16_t*>(p.io.output);
-        *reinterpret_cast<uint4*>(out + base + 32 * q) =
-            make_uint4(pack_bf16x2(*lo[0] * k, *lo[1] * k), pack_bf16x2(*lo[2] * k, *lo[3] * k),
-                       pack_bf16x2(*hi[0] * k, *hi[1] * k), pack_bf16x2(*hi[2] * k, *hi[3] * k));
+    for (int a = 0; a < 2; ++a)
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        const int c = 2 * r + b, d = 64 * a + 32 * b;  // the accumulator (row, column 2t + b), its dims
+        const float v[8] = {o[8 * a][c], o[8 * a + 1][c], o[8 * a + 2][c], o[8 * a + 3][c],
+                            o[8 * a + 4][c], o[8 * a + 5][c], o[8 * a + 6][c], o[8 * a + 7][c]};
+        if constexpr (kPartial && kCluster) {
+          auto* dst = reinterpret_cast<float4*>(stage + (g + 8 * r) * kPitch + d + 8 * t);
+          dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+          dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+        } else {  // bf16 rows: the output, or the partial (dsa_v2::part_o_bf16)
+          uint16_t* out = kPartial ? dsa_v2::part_o_bf16(p) : static_cast<uint16_t*>(p.io.output);
+          *reinterpret_cast<uint4*>(out + base + d) =
+              make_uint4(pack_bf16x2(v[0] * k, v[1] * k), pack_bf16x2(v[2] * k, v[3] * k),
+                         pack_bf16x2(v[4] * k, v[5] * k), pack_bf16x2(v[6] * k, v[7] * k));
+        }
       }
-    }
   }
   if (w == 0 && t == 0) {
     auto* staged_ml = reinterpret_cast<float2*>(&s.ring[0][0] + kStagedMlOffset);
@@ -489,15 +524,18 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
   else consumer_sync();
   MLAKIT_STAMP(threadIdx.x == 0, kQReady);
   // `stamp`: the phase timeline's stamps of warpgroup 0's last tile (timeline.cuh; no-ops in other builds).
-  const auto decode = [&](auto rows_c, const RawTile& tile, [[maybe_unused]] bool stamp) {
+  // kFull (full_c): every one of the kRows slots is valid, as in all but a split's last tile.
+  const auto decode = [&](auto rows_c, auto full_c, const RawTile& tile, [[maybe_unused]] bool stamp) {
     constexpr int kRows = decltype(rows_c)::value;
-    qk_partial<kRows / 8>(&part.s_part[0][0], q, tile);
+    constexpr bool kFull = decltype(full_c)::value;
+    uint32_t pv_scale[kRows / 8];
+    qk_partial<kRows / 8, kFull>(&part.s_part[0][0], q, tile, pv_scale);
     consumer_sync();  // all four partials of S are in smem
     MLAKIT_STAMP(stamp, kLastQk);
     float alpha[2];
-    dsa_v2::online_softmax<kRows / 8>(part, tile.rows, p.scale_log2, st, alpha);
+    dsa_v2::online_softmax<kRows / 8>(part, kFull ? kRows : tile.rows, p.scale_log2, st, alpha);
     MLAKIT_STAMP(stamp, kLastSoftmax);
-    pv_mma<kRows / 16>(part.p, tile, alpha, unit, o);
+    pv_mma<kRows / 16, kFull>(part.p, tile, pv_scale, alpha, unit, o);
     MLAKIT_STAMP(stamp, kLastPv);
   };
   if (rs.count <= kTileRows) {  // one tile: warpgroup v takes its stage v (ring slot v, first phase)
@@ -505,13 +543,15 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
     MLAKIT_STAMP(threadIdx.x == 0, kFirstTile);
     MLAKIT_STAMP(threadIdx.x == 0, kLastTile);
     const RawTile half{{s.ring[v], s.ring[v]}, min(kStageRows, rs.count - v * kStageRows)};
-    decode(std::integral_constant<int, kStageRows>{}, half, threadIdx.x == 0);
+    decode(std::integral_constant<int, kStageRows>{}, std::false_type{}, half, threadIdx.x == 0);
     mbar_arrive(&s.empty[v]);
   } else {
     // Warpgroup v: every other tile, from tile v (the phase timeline's stamps: thread 0's walk).
     kernels::timeline::TileWalk walk{v * kTileRows, kWgs * kTileRows, rs.count, threadIdx.x == 0};
     for_each_tile<Stages>(s, rs.count, v, [&](const RawTile& tile) {
-      decode(std::integral_constant<int, kTileRows>{}, tile, walk.tile());
+      const bool stamp = walk.tile();
+      if (tile.rows == kTileRows) decode(std::integral_constant<int, kTileRows>{}, std::true_type{}, tile, stamp);
+      else decode(std::integral_constant<int, kTileRows>{}, std::false_type{}, tile, stamp);
     });
   }
   const float unscale[2] = {pow2(unit[0]), pow2(unit[1])};
