@@ -21,6 +21,8 @@
 //   staged partials from their shared memory (merge_cluster; slower where measured, for the tuner).
 //   Work::kStreamOnly is the gather floor: the same rows into the same ring, released on arrival
 //   by warpgroup 0, nothing computed or written.
+//   Diagnosis build MLAKIT_RING_DIAG_MATH_ALONE (CMake target mlakit_ring_diag, build/mlakit-math-alone;
+//   outputs not valid): the producers copy nothing, the consumers compute on stale rows.
 //   Shared memory (traits.h): barriers | per consumer warpgroup: reductions, Q / partial S
 //   18.7 KB, P 2.3 KB (and v2_fused's zero row, 1 KB, unused here) | Stages x 20.5 KB raw ring |
 //   slots 10 KB.
@@ -79,9 +81,13 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
     uint8_t* stage = s.ring[st.buffer];
     uint64_t* full = &s.full[st.buffer];
     const int own = max(0, min(st.rows, st.r1) - st.r0);  // this warp's valid rows: r0, r0 + 1, ...
+#if defined(MLAKIT_RING_DIAG_MATH_ALONE)
+    if (false) {  // diagnosis build: nothing is copied, the stage is full once its lanes arrive
+#else
     if (lane == 0) mbar_expect_tx(full, uint32_t(own * kRawRowBytes));  // before any copy completes
     __syncwarp();
     if (lane < own) {
+#endif
       const int r = st.r0 + lane;
       const int32_t slot = s.slots[st.index * kStageRows + r];
       const uint8_t* src = raw_row(cache, p.io.kv_stride_page, p.page_size, p.page_shift, slot);
