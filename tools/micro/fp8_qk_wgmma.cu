@@ -1,5 +1,6 @@
-// Micro-benchmark: the QK step of one 64-slot tile of FP8 cache rows (656 bytes: 512 E4M3, four
-// fp32 scales, 64 bf16 rope) against 64 query heads, on one warpgroup per SM, every SM at once:
+// Micro-benchmark: QK and P V of one 64-slot tile of FP8 cache rows (656 bytes: 512 E4M3, four
+// fp32 scales, 64 bf16 rope) against 64 query heads, on one or two warpgroups per SM, every SM at
+// once. QK:
 //   wgmma: the transposed formulation S^T[64 slots x 64 heads] = K Q^T with wgmma m64n64k16, K as
 //          the register A operand widened from the raw rows (one 16-byte shared load per four k16
 //          steps and row, one cvt per E4M3 pair, each 128-channel block multiplied by
@@ -9,8 +10,11 @@
 //          to S^T at the end;
 //   mma:   v2_fp8's own QK (qk_partial: m16n8k16, 16 heads as M, one warp per 128-channel block, the
 //          partial S to shared memory), once per tile: four of these are 64 heads.
-// Prints SM cycles per tile (median over the CTAs) of each, and checks the wgmma S^T against a host
-// reference (fp64 on the dequantized values) before timing.
+// P V: O^T[512 dims x 64 heads] = V^T P^T by wgmma (pv_wgmma_fp8: V^T widened into the register A
+// operand, P^T f16 in shared memory, 256 dims per warpgroup) against v2_fp8's pv_mma (16 heads).
+// Prints SM cycles per tile (median over the CTAs) of each, and checks the wgmma S^T and O^T against
+// host references (fp64 on the dequantized values) before timing. The timed loops index their
+// accumulators with constants only: a run-time index puts them in local memory.
 //
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I src \
 //        -I include -I build/include -I .deps/cutlass/include -o /tmp/fp8_qk tools/micro/fp8_qk_wgmma.cu
@@ -20,6 +24,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -88,6 +93,10 @@ float bf16_value(uint16_t b) {
 }
 
 struct Args {
+  const uint8_t* pt;     // [64 heads x 128 bytes] P^T (f16 [head][slot]), swizzled (the smem image)
+  const uint16_t* p16;   // [16][kPPitch] bf16: P of heads 0..15 for the mma path
+  float* o;              // [512 dims][64 heads] (wgmma P V check)
+  long long* pv_cycles;  // [grid][2]: wgmma, mma
   const uint8_t* tile;   // [64][656]
   const uint8_t* qt;     // [9][64 heads x 128 bytes], swizzled (the smem image)
   const float* unshift;  // [64] 2^shift_h
@@ -189,15 +198,81 @@ __device__ __forceinline__ void qk_wgmma_fp8(const uint8_t* tile, const uint8_t*
   pin(d);
 }
 
+// O^T[256 dims of this warpgroup x 64 heads] += V^T P^T over the tile's 64 slots (4 k16 steps x 4
+// m-blocks of 64 dims): A = V^T widened from 8-byte runs of the raw rows (lane g of warp w reads dims
+// 8 c .. 8 c + 7, c = 8 w + g, of its slots 2t, 2t + 1, 2t + 8, 2t + 9; m-block j's rows g and g + 8
+// are dims 8 c + 2 j and 8 c + 2 j + 1), one prmt per byte pair of two slots and one cvt per pair, each
+// times 2^(the block's scale exponent - the slot's largest) as QK does; B = P^T, f16, one swizzled
+// block [64 heads][64 slots]. `dim0`: the warpgroup's first dim (0 or 256).
+__device__ __forceinline__ void pv_wgmma_fp8(const uint8_t* tile, const uint8_t* pt, int dim0, float (&o)[4][32]) {
+  const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
+  const int c = 8 * w + g, blk = (dim0 + 8 * c) / 128;
+  uint32_t a[2][4][4];  // two k16 steps in flight, four m-blocks each
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    auto& buf = a[k % 2];
+    uint32_t fold[4];  // f16x2 2^(e_blk - e_max) of slots 2t, 2t + 1, 2t + 8, 2t + 9
+    uint2 x[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const uint8_t* row = tile + (16 * k + 2 * t + (r % 2) + 8 * (r / 2)) * kRow;
+      const float4 sc = *reinterpret_cast<const float4*>(row + 512);
+      const int e[4] = {expo(sc.x), expo(sc.y), expo(sc.z), expo(sc.w)};
+      const int emax = max(max(e[0], e[1]), max(e[2], e[3]));
+      const uint32_t f = uint32_t(max(e[blk] - emax + 15, 0)) << 10;
+      fold[r] = f;
+      x[r] = *reinterpret_cast<const uint2*>(row + dim0 + 8 * c);
+    }
+    const uint32_t f01 = fold[0] | fold[1] << 16, f89 = fold[2] | fold[3] << 16;
+#pragma unroll
+    for (int half = 0; half < 2; ++half)  // slots 2t, 2t + 1 (A regs 0, 1) or 2t + 8, 2t + 9 (2, 3)
+#pragma unroll
+      for (int word = 0; word < 2; ++word) {  // bytes 4 word .. + 3: m-blocks 2 word, 2 word + 1
+        const uint32_t xa = word ? x[2 * half].y : x[2 * half].x, xb = word ? x[2 * half + 1].y : x[2 * half + 1].x;
+        uint32_t b[4];
+        fp8::e4m3_slot_pairs(xa, xb, b);  // dims 0..3 of the word, each {slot a, slot b}
+#pragma unroll
+        for (int d = 0; d < 4; ++d) {  // byte d: m-block 2 word + d / 2, row g (d even) or g + 8
+          uint32_t v;
+          asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(v) : "r"(b[d]), "r"(half ? f89 : f01));
+          buf[2 * word + d / 2][2 * half + d % 2] = v;
+        }
+      }
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) wgmma_64x64<Wgmma64x64F16>(buf[j], mlakit::dsa_v2::sw128_desc(pt, k * 32), o[j]);
+    wgmma_commit();
+    if (k >= 1) {
+      wgmma_wait<1>();
+#pragma unroll
+      for (int j = 0; j < 4; ++j) pin(a[(k + 1) % 2][j]);
+    }
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) pin(a[i][j]);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) pin(o[j]);
+}
+
 // WGs warpgroups per CTA, each running the same loops on the same tile (its own partial S).
 template <int WGs>
 __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
   extern __shared__ __align__(16) uint8_t smem_raw[];
   uint8_t* qt = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);  // 9 x 8 KB, 1024-aligned
-  uint8_t* tile = qt + kBlocks * kQtBlockBytes;        // 41,984 B
+  uint8_t* pt = qt + kBlocks * kQtBlockBytes;          // 8 KB, 1024-aligned
+  uint8_t* tile = pt + kQtBlockBytes;                  // 41,984 B
   uint16_t* q16 = reinterpret_cast<uint16_t*>(tile + kTileBytes);  // [16][kKvPitch]
   const int wg = threadIdx.x / 128;
   float* s_part = reinterpret_cast<float*>(q16 + 16 * mlakit::dsa_v2::kKvPitch) + wg * 4 * 16 * mlakit::dsa_v2::kSPitch;
+  uint16_t* p16 = reinterpret_cast<uint16_t*>(reinterpret_cast<float*>(q16 + 16 * mlakit::dsa_v2::kKvPitch) +
+                                              WGs * 4 * 16 * mlakit::dsa_v2::kSPitch);  // [16][kPPitch]
+  for (int i = threadIdx.x; i < kQtBlockBytes / 16; i += 128 * WGs)
+    reinterpret_cast<uint4*>(pt)[i] = reinterpret_cast<const uint4*>(x.pt)[i];
+  for (int i = threadIdx.x; i < 16 * mlakit::dsa_v2::kPPitch / 8; i += 128 * WGs)
+    reinterpret_cast<uint4*>(p16)[i] = reinterpret_cast<const uint4*>(x.p16)[i];
   for (int i = threadIdx.x; i < kBlocks * kQtBlockBytes / 16; i += 128 * WGs)
     reinterpret_cast<uint4*>(qt)[i] = reinterpret_cast<const uint4*>(x.qt)[i];
   for (int i = threadIdx.x; i < kTileBytes / 16; i += 128 * WGs)
@@ -227,7 +302,7 @@ __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
   for (int it = 0; it < kIters; ++it) {
     float d[32], largest[2];
     qk_wgmma_fp8(tile, qt, d, largest);
-    sink += d[it % 32] * largest[0];
+    sink += (d[0] + d[31]) * largest[0];  // fixed indices: the accumulators stay in registers
   }
   __syncthreads();
   long long t1 = clock64();
@@ -242,10 +317,76 @@ __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
     uint32_t pv_scale[8];
     fp8::qk_partial<8, true>(s_part, q, rt, pv_scale);
     named_barrier_sync(1 + wg, 128);  // the kernel's consumer_sync after QK
-    sink += s_part[(it * 37 + threadIdx.x) % (4 * 16 * mlakit::dsa_v2::kSPitch)] + __int_as_float(pv_scale[it % 8] & 1);
+    sink += s_part[(it * 37 + threadIdx.x) % (4 * 16 * mlakit::dsa_v2::kSPitch)] + __int_as_float(pv_scale[7] & 1);
     named_barrier_sync(1 + wg, 128);
   }
   long long t3 = clock64();
+  // P V: the wgmma path over all 512 dims (one warpgroup: both halves; two: a half each), checked
+  // once (CTA 0), then timed; then v2_fp8's pv_mma over 16 heads.
+  {
+    float o[4][32];
+#pragma unroll
+    for (int h2 = 0; h2 < 2 / WGs; ++h2) {  // one warpgroup: both halves; two: its own
+      const int half = WGs == 1 ? h2 : wg;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) o[j][i] = 0.f;
+      pv_wgmma_fp8(tile, pt, 256 * half, o);
+      if (blockIdx.x == 0)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int i = 0; i < 32; ++i) {
+            const int row = i % 4 < 2 ? g : g + 8, head = 8 * (i / 4) + 2 * t + i % 2;
+            const int dim = 256 * half + 8 * (8 * w + row % 8) + 2 * j + row / 8;
+            x.o[dim * kHeadsW + head] = o[j][i];
+          }
+    }
+  }
+  __syncthreads();
+  long long t4 = clock64();
+  for (int it = 0; it < kIters; ++it) {
+    float o[4][32];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int i = 0; i < 32; ++i) o[j][i] = sink * float(i + j);  // an O to rescale, as per tile
+    const float alpha = 0.5f + float(it & 1) * sink;
+#pragma unroll
+    for (int h2 = 0; h2 < 2 / WGs; ++h2) {
+      const int half = WGs == 1 ? h2 : wg;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) o[j][i] *= alpha;  // the online softmax's rescale of O^T
+      pv_wgmma_fp8(tile, pt, 256 * half, o);
+      sink += o[0][0] + o[3][31];
+    }
+  }
+  __syncthreads();
+  long long t5 = clock64();
+  uint32_t pv_scale[8];
+  fp8::qk_partial<8, true>(s_part, q, rt, pv_scale);
+  __syncthreads();
+  long long t6 = clock64();
+  for (int it = 0; it < kIters; ++it) {
+    float o[16][4];
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o[j][i] = sink * float(i + j);
+    float alpha[2] = {0.5f, 0.5f + float(it & 1) * sink};
+    int unit[2] = {it & 3, 0};
+    fp8::pv_mma<4, true>(p16, rt, pv_scale, alpha, unit, o);
+    sink += o[0][0] + o[15][3] + float(unit[0]);
+  }
+  __syncthreads();
+  long long t7 = clock64();
+  if (threadIdx.x == 0) {  // SM cycles per tile: every warpgroup did kIters tiles
+    x.pv_cycles[2 * blockIdx.x] = (t5 - t4) / kIters;  // all 512 dims of a tile, over the warpgroups
+    x.pv_cycles[2 * blockIdx.x + 1] = (t7 - t6) / (kIters * WGs);
+  }
   if (threadIdx.x == 0) {  // SM cycles per tile: every warpgroup did kIters tiles
     x.cycles[2 * blockIdx.x] = (t1 - t0) / (kIters * WGs);
     x.cycles[2 * blockIdx.x + 1] = (t3 - t2) / (kIters * WGs);
@@ -300,12 +441,44 @@ int run() {
   for (int h = 0; h < 16; ++h)
     for (int c = 0; c < 576; ++c) q16[size_t(h) * mlakit::dsa_v2::kKvPitch + c] = bf16_bits(q[size_t(h) * 576 + c]);
 
+  // P: 64 heads x 64 slots in [0, 1) (f16 and bf16 exact: multiples of 2^-8); P^T as the smem image
+  // of one swizzled block [head][slot]; heads 0..15 also as [16][kPPitch] bf16 for the mma path.
+  std::uniform_int_distribution<int> pd(0, 255);
+  std::vector<float> pm(size_t(kHeadsW) * kSlots);
+  std::vector<uint8_t> pt(kQtBlockBytes, 0);
+  std::vector<uint16_t> p16(size_t(16) * mlakit::dsa_v2::kPPitch, 0);
+  for (int h = 0; h < kHeadsW; ++h)
+    for (int sl = 0; sl < kSlots; ++sl) {
+      const float v = float(pd(rng)) / 256.f;
+      pm[size_t(h) * kSlots + sl] = v;
+      const uint16_t b = f16_bits(v);
+      const int kbyte = 2 * sl;
+      std::memcpy(&pt[(h / 8) * 1024 + (h % 8) * 128 + (((kbyte / 16) ^ (h % 8)) * 16) + kbyte % 16], &b, 2);
+      if (h < 16) p16[size_t(h) * mlakit::dsa_v2::kPPitch + sl] = bf16_bits(v);
+    }
+  // The folded V the wgmma P V multiplies: E4M3 value x 2^(block exponent - the slot's largest).
+  std::vector<double> vfold(size_t(kSlots) * kLatent);
+  for (int sl = 0; sl < kSlots; ++sl) {
+    float sc[4];
+    std::memcpy(sc, &tile[size_t(sl) * kRow + 512], 16);
+    int e[4], emax = -1000;
+    for (int b = 0; b < 4; ++b) e[b] = int(std::lround(std::log2(sc[b]))), emax = std::max(emax, e[b]);
+    for (int c = 0; c < kLatent; ++c)
+      vfold[size_t(sl) * kLatent + c] = double(e4m3_value(tile[size_t(sl) * kRow + c])) * std::ldexp(1.0, e[c / 128] - emax);
+  }
+
   int sms = 0;
   MICRO_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   uint8_t *d_tile, *d_qt;
   float *d_unshift, *d_s, *d_sink;
   uint16_t* d_q16;
-  long long* d_cycles;
+  long long *d_cycles, *d_pv_cycles;
+  uint8_t* d_pt;
+  uint16_t* d_p16;
+  float* d_o;
+  MICRO_CHECK(cudaMalloc(&d_pt, pt.size()));
+  MICRO_CHECK(cudaMalloc(&d_p16, 2 * p16.size()));
+  MICRO_CHECK(cudaMalloc(&d_o, 4 * kLatent * kHeadsW));
   MICRO_CHECK(cudaMalloc(&d_tile, tile.size()));
   MICRO_CHECK(cudaMalloc(&d_qt, qt.size()));
   MICRO_CHECK(cudaMalloc(&d_unshift, 4 * kHeadsW));
@@ -313,18 +486,22 @@ int run() {
   MICRO_CHECK(cudaMalloc(&d_s, 4 * kSlots * kHeadsW));
   MICRO_CHECK(cudaMalloc(&d_sink, 4 * 128));
   MICRO_CHECK(cudaMalloc(&d_cycles, 16 * sms));
+  MICRO_CHECK(cudaMalloc(&d_pv_cycles, 16 * sms));
+  MICRO_CHECK(cudaMemcpy(d_pt, pt.data(), pt.size(), cudaMemcpyHostToDevice));
+  MICRO_CHECK(cudaMemcpy(d_p16, p16.data(), 2 * p16.size(), cudaMemcpyHostToDevice));
   MICRO_CHECK(cudaMemcpy(d_tile, tile.data(), tile.size(), cudaMemcpyHostToDevice));
   MICRO_CHECK(cudaMemcpy(d_qt, qt.data(), qt.size(), cudaMemcpyHostToDevice));
   MICRO_CHECK(cudaMemcpy(d_unshift, unshift.data(), 4 * kHeadsW, cudaMemcpyHostToDevice));
   MICRO_CHECK(cudaMemcpy(d_q16, q16.data(), 2 * q16.size(), cudaMemcpyHostToDevice));
-  const Args args{d_tile, d_qt, d_unshift, d_q16, d_s, d_cycles, d_sink};
+  const Args args{d_pt, d_p16, d_o, d_pv_cycles, d_tile, d_qt, d_unshift, d_q16, d_s, d_cycles, d_sink};
   bool ok = true;
   const auto measure = [&](auto wgs_c) -> int {
     constexpr int kWgs = decltype(wgs_c)::value;
-    const size_t smem = size_t(kBlocks) * kQtBlockBytes + kTileBytes + 2 * q16.size() +
-                        size_t(kWgs) * 4 * 4 * 16 * mlakit::dsa_v2::kSPitch + 1024;
+    const size_t smem = size_t(kBlocks + 1) * kQtBlockBytes + kTileBytes + 2 * q16.size() +
+                        size_t(kWgs) * 4 * 4 * 16 * mlakit::dsa_v2::kSPitch + 2 * p16.size() + 1024;
     MICRO_CHECK(cudaFuncSetAttribute(bench<kWgs>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     MICRO_CHECK(cudaMemset(d_s, 0xff, 4 * kSlots * kHeadsW));  // NaN until written
+    MICRO_CHECK(cudaMemset(d_o, 0xff, 4 * kLatent * kHeadsW));
     for (int rep = 0; rep < 2; ++rep) bench<kWgs><<<sms, 128 * kWgs, smem>>>(args);
     MICRO_CHECK(cudaGetLastError());
     MICRO_CHECK(cudaDeviceSynchronize());
@@ -339,17 +516,36 @@ int run() {
         const double got = s[size_t(sl) * kHeadsW + h];
         max_err = std::isfinite(got) ? std::fmax(max_err, std::fabs(ref - got)) : INFINITY;
       }
+    std::vector<float> o(size_t(kLatent) * kHeadsW);
+    MICRO_CHECK(cudaMemcpy(o.data(), d_o, 4 * o.size(), cudaMemcpyDeviceToHost));
+    double max_oref = 0.0, max_oerr = 0.0;
+    for (int dim = 0; dim < kLatent; ++dim)
+      for (int h = 0; h < kHeadsW; ++h) {
+        double ref = 0.0;
+        for (int sl = 0; sl < kSlots; ++sl) ref += double(pm[size_t(h) * kSlots + sl]) * vfold[size_t(sl) * kLatent + dim];
+        max_oref = std::fmax(max_oref, std::fabs(ref));
+        const double got = o[size_t(dim) * kHeadsW + h];
+        max_oerr = std::isfinite(got) ? std::fmax(max_oerr, std::fabs(ref - got)) : INFINITY;
+      }
+    std::vector<long long> pvc(2 * sms);
+    MICRO_CHECK(cudaMemcpy(pvc.data(), d_pv_cycles, 16 * sms, cudaMemcpyDeviceToHost));
+    std::vector<long long> pw, pmm;
+    for (int b = 0; b < sms; ++b) pw.push_back(pvc[2 * b]), pmm.push_back(pvc[2 * b + 1]);
+    const bool pv_good = max_oerr <= 1e-3 * max_oref;
     std::vector<long long> cycles(2 * sms);
     MICRO_CHECK(cudaMemcpy(cycles.data(), d_cycles, 16 * sms, cudaMemcpyDeviceToHost));
     std::vector<long long> cw, cm;
     for (int b = 0; b < sms; ++b) cw.push_back(cycles[2 * b]), cm.push_back(cycles[2 * b + 1]);
     const bool good = max_err <= 1e-3 * max_ref;
-    ok = ok && good;
+    ok = ok && good && pv_good;
     std::printf("%d warpgroup(s) per SM: check: wgmma S^T against fp64, max |err| %.3g of max |S| %.3g (%s)\n", kWgs,
                 max_err, max_ref, good ? "ok" : "FAILED");
     std::printf("  SM cycles per 64-slot tile, median over %d SMs: wgmma, 64 heads %lld; mma.sync (v2_fp8's QK), 16 heads "
                 "%lld (x 4 = %lld for 64 heads)\n",
                 sms, median(cw), median(cm), 4 * median(cm));
+    std::printf("  P V: check of the wgmma O^T against fp64, max |err| %.3g of max |O| %.3g (%s); SM cycles per tile: "
+                "wgmma, 512 dims x 64 heads %lld; mma.sync (v2_fp8's pv_mma), 16 heads %lld (x 4 = %lld)\n",
+                max_oerr, max_oref, pv_good ? "ok" : "FAILED", median(pw), median(pmm), 4 * median(pmm));
     return 0;
   };
   if (measure(std::integral_constant<int, 1>{}) != 0) return 1;
