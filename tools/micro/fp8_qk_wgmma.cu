@@ -208,23 +208,30 @@ __device__ __forceinline__ void qk_wgmma_fp8(const uint8_t* tile, const uint8_t*
 __device__ __forceinline__ void pv_wgmma_fp8(const uint8_t* tile, const uint8_t* pt, int dim0, float (&o)[4][32]) {
   const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
   const int c = 8 * w + g, blk = (dim0 + 8 * c) / 128;
+  // The f16x2 factors 2^(e_blk - e_max) of the lane's slots 16 k + 2t, + 1 (f01) and + 8, + 9 (f89),
+  // read before the k16 steps (a kernel would take the slots' largest exponents from QK).
+  uint32_t f01[4], f89[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    uint32_t fold[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const float4 sc = *reinterpret_cast<const float4*>(tile + (16 * k + 2 * t + (r % 2) + 8 * (r / 2)) * kRow + 512);
+      const int e[4] = {expo(sc.x), expo(sc.y), expo(sc.z), expo(sc.w)};
+      const int emax = max(max(e[0], e[1]), max(e[2], e[3]));
+      fold[r] = uint32_t(max((blk == 0 ? e[0] : blk == 1 ? e[1] : blk == 2 ? e[2] : e[3]) - emax + 15, 0)) << 10;
+    }
+    f01[k] = fold[0] | fold[1] << 16;
+    f89[k] = fold[2] | fold[3] << 16;
+  }
   uint32_t a[2][4][4];  // two k16 steps in flight, four m-blocks each
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     auto& buf = a[k % 2];
-    uint32_t fold[4];  // f16x2 2^(e_blk - e_max) of slots 2t, 2t + 1, 2t + 8, 2t + 9
     uint2 x[4];
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const uint8_t* row = tile + (16 * k + 2 * t + (r % 2) + 8 * (r / 2)) * kRow;
-      const float4 sc = *reinterpret_cast<const float4*>(row + 512);
-      const int e[4] = {expo(sc.x), expo(sc.y), expo(sc.z), expo(sc.w)};
-      const int emax = max(max(e[0], e[1]), max(e[2], e[3]));
-      const uint32_t f = uint32_t(max(e[blk] - emax + 15, 0)) << 10;
-      fold[r] = f;
-      x[r] = *reinterpret_cast<const uint2*>(row + dim0 + 8 * c);
-    }
-    const uint32_t f01 = fold[0] | fold[1] << 16, f89 = fold[2] | fold[3] << 16;
+    for (int r = 0; r < 4; ++r)
+      x[r] = *reinterpret_cast<const uint2*>(tile + (16 * k + 2 * t + (r % 2) + 8 * (r / 2)) * kRow + dim0 + 8 * c);
 #pragma unroll
     for (int half = 0; half < 2; ++half)  // slots 2t, 2t + 1 (A regs 0, 1) or 2t + 8, 2t + 9 (2, 3)
 #pragma unroll
@@ -235,7 +242,7 @@ __device__ __forceinline__ void pv_wgmma_fp8(const uint8_t* tile, const uint8_t*
 #pragma unroll
         for (int d = 0; d < 4; ++d) {  // byte d: m-block 2 word + d / 2, row g (d even) or g + 8
           uint32_t v;
-          asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(v) : "r"(b[d]), "r"(half ? f89 : f01));
+          asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(v) : "r"(b[d]), "r"(half ? f89[k] : f01[k]));
           buf[2 * word + d / 2][2 * half + d % 2] = v;
         }
       }
