@@ -10,6 +10,8 @@
 //          to S^T at the end;
 //   mma:   v2_fp8's own QK (qk_partial: m16n8k16, 16 heads as M, one warp per 128-channel block, the
 //          partial S to shared memory), once per tile: four of these are 64 heads.
+// And v2_fp8's 16-head QK with its MMA chains reordered (qk_variant: two chains per n8 tile, the
+// loads first, both).
 // P V: O^T[512 dims x 64 heads] = V^T P^T by wgmma (pv_wgmma_fp8: V^T widened into the register A
 // operand, P^T f16 in shared memory, 256 dims per warpgroup) against v2_fp8's pv_mma (16 heads).
 // Prints SM cycles per tile (median over the CTAs) of each, and checks the wgmma S^T and O^T against
@@ -94,6 +96,7 @@ float bf16_value(uint16_t b) {
 }
 
 struct Args {
+  long long* qk_variants;  // [grid][4]: qk_variant<split, loads first> cycles per 16-head tile
   const uint8_t* pt;     // [64 heads x 128 bytes] P^T (f16 [head][slot]), swizzled (the smem image)
   const uint16_t* p16;   // [16][kPPitch] bf16: P of heads 0..15 for the mma path
   float* o;              // [512 dims][64 heads] (wgmma P V check)
@@ -265,6 +268,56 @@ __device__ __forceinline__ void pv_wgmma_fp8(const uint8_t* tile, const uint8_t*
   for (int j = 0; j < 4; ++j) pin(o[j]);
 }
 
+// Variants of v2_fp8's 16-head QK (qk_partial<8, true>) for the chain question: kSplit gives each
+// n8 tile two accumulator chains (the first and second 64-channel half of the warp's block, summed
+// before the scales), kLoadsFirst issues all 16 of the lane's 16-byte loads before the first MMA.
+template <bool kSplit, bool kLoadsFirst>
+__device__ __forceinline__ void qk_variant(float* s_part, const fp8::QOperands& q, const fp8::RawTile& tile) {
+  const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
+  float acc[2][8][4] = {};
+  uint4 x[8][2];
+  if constexpr (kLoadsFirst) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) x[j][h] = reinterpret_cast<const uint4*>(tile.row(j * 8 + g) + w * 128)[t + 4 * h];
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (!kLoadsFirst && i == 0) x[j][h] = reinterpret_cast<const uint4*>(tile.row(j * 8 + g) + w * 128)[t + 4 * h];
+        const uint32_t word = i == 0 ? x[j][h].x : i == 1 ? x[j][h].y : i == 2 ? x[j][h].z : x[j][h].w;
+        uint32_t b0, b1;
+        fp8::e4m3x4_to_f16x2(word, b0, b1);
+        mma_f16_16816(acc[kSplit ? h : 0][j], q.latent[4 * h + i], b0, b1);
+      }
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if constexpr (kSplit)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[0][j][c] += acc[1][j][c];
+    const int c0 = j * 8 + 2 * t;
+    const float s0 = tile.scale(c0, w), s1 = tile.scale(c0 + 1, w);
+    acc[0][j][0] = acc[0][j][0] * s0 * q.unshift[0];
+    acc[0][j][1] = acc[0][j][1] * s1 * q.unshift[0];
+    acc[0][j][2] = acc[0][j][2] * s0 * q.unshift[1];
+    acc[0][j][3] = acc[0][j][3] * s1 * q.unshift[1];
+    uint32_t b0, b1;
+    ldmatrix_x2(tile.row(j * 8 + lane % 8) + 528 + 2 * (16 * w + ((lane / 8) % 2) * 8), b0, b1);
+    mma_bf16_16816(acc[0][j], q.rope, b0, b1);
+  }
+  float* out = s_part + w * 16 * mlakit::dsa_v2::kSPitch;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int col = j * 8 + 2 * t;
+    *reinterpret_cast<float2*>(out + g * mlakit::dsa_v2::kSPitch + col) = make_float2(acc[0][j][0], acc[0][j][1]);
+    *reinterpret_cast<float2*>(out + (g + 8) * mlakit::dsa_v2::kSPitch + col) = make_float2(acc[0][j][2], acc[0][j][3]);
+  }
+}
+
 // WGs warpgroups per CTA, each running the same loops on the same tile (its own partial S).
 template <int WGs>
 __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
@@ -329,6 +382,29 @@ __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
     named_barrier_sync(1 + wg, 128);
   }
   long long t3 = clock64();
+  // The QK variants (cycles per 16-head tile, as the mma path above).
+  long long tv[4];
+  {
+    const auto time_variant = [&](auto split_c, auto first_c) {
+      __syncthreads();
+      const long long a0 = clock64();
+      for (int it = 0; it < kIters; ++it) {
+        qk_variant<decltype(split_c)::value, decltype(first_c)::value>(s_part, q, rt);
+        named_barrier_sync(1 + wg, 128);
+        sink += s_part[(it * 37 + threadIdx.x) % (4 * 16 * mlakit::dsa_v2::kSPitch)];
+        named_barrier_sync(1 + wg, 128);
+      }
+      __syncthreads();
+      return (clock64() - a0) / (kIters * WGs);
+    };
+    tv[0] = time_variant(std::false_type{}, std::false_type{});
+    tv[1] = time_variant(std::true_type{}, std::false_type{});
+    tv[2] = time_variant(std::false_type{}, std::true_type{});
+    tv[3] = time_variant(std::true_type{}, std::true_type{});
+  }
+  if (threadIdx.x == 0)
+    for (int v = 0; v < 4; ++v) x.qk_variants[4 * blockIdx.x + v] = tv[v];
+
   // P V: the wgmma path over all 512 dims (one warpgroup: both halves; two: a half each), checked
   // once (CTA 0), then timed; then v2_fp8's pv_mma over 16 heads.
   {
@@ -501,7 +577,9 @@ int run() {
   MICRO_CHECK(cudaMemcpy(d_qt, qt.data(), qt.size(), cudaMemcpyHostToDevice));
   MICRO_CHECK(cudaMemcpy(d_unshift, unshift.data(), 4 * kHeadsW, cudaMemcpyHostToDevice));
   MICRO_CHECK(cudaMemcpy(d_q16, q16.data(), 2 * q16.size(), cudaMemcpyHostToDevice));
-  const Args args{d_pt, d_p16, d_o, d_pv_cycles, d_tile, d_qt, d_unshift, d_q16, d_s, d_cycles, d_sink};
+  long long* d_qkv;
+  MICRO_CHECK(cudaMalloc(&d_qkv, 32 * sms));
+  const Args args{d_qkv, d_pt, d_p16, d_o, d_pv_cycles, d_tile, d_qt, d_unshift, d_q16, d_s, d_cycles, d_sink};
   bool ok = true;
   const auto measure = [&](auto wgs_c) -> int {
     constexpr int kWgs = decltype(wgs_c)::value;
@@ -551,6 +629,16 @@ int run() {
     std::printf("  SM cycles per 64-slot tile, median over %d SMs: wgmma, 64 heads %lld; mma.sync (v2_fp8's QK), 16 heads "
                 "%lld (x 4 = %lld for 64 heads)\n",
                 sms, median(cw), median(cm), 4 * median(cm));
+    std::vector<long long> qkv(4 * sms);
+    MICRO_CHECK(cudaMemcpy(qkv.data(), d_qkv, 32 * sms, cudaMemcpyDeviceToHost));
+    std::printf("  QK of 16 heads, variants (SM cycles per tile):");
+    const char* names[4] = {"as the kernel", "two chains per n8 tile", "loads first", "both"};
+    for (int v = 0; v < 4; ++v) {
+      std::vector<long long> c;
+      for (int b = 0; b < sms; ++b) c.push_back(qkv[4 * b + v]);
+      std::printf(" %s %lld;", names[v], median(c));
+    }
+    std::printf("\n");
     std::printf("  P V: check of the wgmma O^T against fp64, max |err| %.3g of max |O| %.3g (%s); SM cycles per tile: "
                 "wgmma, 512 dims x 64 heads %lld; mma.sync (v2_fp8's pv_mma), 16 heads %lld (x 4 = %lld)\n",
                 max_oerr, max_oref, pv_good ? "ok" : "FAILED", median(pw), median(pmm), 4 * median(pmm));
