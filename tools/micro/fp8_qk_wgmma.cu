@@ -11,7 +11,7 @@
 //   mma:   v2_fp8's own QK (qk_partial: m16n8k16, 16 heads as M, one warp per 128-channel block, the
 //          partial S to shared memory), once per tile: four of these are 64 heads.
 // And v2_fp8's 16-head QK with its MMA chains reordered (qk_variant: two chains per n8 tile, the
-// loads first, both).
+// loads first, both) and its MMAs alone (no scales, rope or partial S store).
 // P V: O^T[512 dims x 64 heads] = V^T P^T by wgmma (pv_wgmma_fp8: V^T widened into the register A
 // operand, P^T f16 in shared memory, 256 dims per warpgroup) against v2_fp8's pv_mma (16 heads).
 // Prints SM cycles per tile (median over the CTAs) of each, and checks the wgmma S^T and O^T against
@@ -96,7 +96,7 @@ float bf16_value(uint16_t b) {
 }
 
 struct Args {
-  long long* qk_variants;  // [grid][4]: qk_variant<split, loads first> cycles per 16-head tile
+  long long* qk_variants;  // [grid][5]: qk_variant<split, loads first, tail> cycles per 16-head tile
   const uint8_t* pt;     // [64 heads x 128 bytes] P^T (f16 [head][slot]), swizzled (the smem image)
   const uint16_t* p16;   // [16][kPPitch] bf16: P of heads 0..15 for the mma path
   float* o;              // [512 dims][64 heads] (wgmma P V check)
@@ -271,8 +271,8 @@ __device__ __forceinline__ void pv_wgmma_fp8(const uint8_t* tile, const uint8_t*
 // Variants of v2_fp8's 16-head QK (qk_partial<8, true>) for the chain question: kSplit gives each
 // n8 tile two accumulator chains (the first and second 64-channel half of the warp's block, summed
 // before the scales), kLoadsFirst issues all 16 of the lane's 16-byte loads before the first MMA.
-template <bool kSplit, bool kLoadsFirst>
-__device__ __forceinline__ void qk_variant(float* s_part, const fp8::QOperands& q, const fp8::RawTile& tile) {
+template <bool kSplit, bool kLoadsFirst, bool kTail = true>
+__device__ __forceinline__ float qk_variant(float* s_part, const fp8::QOperands& q, const fp8::RawTile& tile) {
   const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
   float acc[2][8][4] = {};
   uint4 x[8][2];
@@ -294,6 +294,12 @@ __device__ __forceinline__ void qk_variant(float* s_part, const fp8::QOperands& 
         fp8::e4m3x4_to_f16x2(word, b0, b1);
         mma_f16_16816(acc[kSplit ? h : 0][j], q.latent[4 * h + i], b0, b1);
       }
+  if constexpr (!kTail) {  // the MMAs alone: no scales, rope, partial S store
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) sum += (acc[0][j][0] + acc[0][j][3]) + (acc[1][j][1] + acc[1][j][2]);
+    return sum;
+  } else {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     if constexpr (kSplit)
@@ -315,6 +321,8 @@ __device__ __forceinline__ void qk_variant(float* s_part, const fp8::QOperands& 
     const int col = j * 8 + 2 * t;
     *reinterpret_cast<float2*>(out + g * mlakit::dsa_v2::kSPitch + col) = make_float2(acc[0][j][0], acc[0][j][1]);
     *reinterpret_cast<float2*>(out + (g + 8) * mlakit::dsa_v2::kSPitch + col) = make_float2(acc[0][j][2], acc[0][j][3]);
+  }
+  return 0.f;
   }
 }
 
@@ -383,13 +391,13 @@ __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
   }
   long long t3 = clock64();
   // The QK variants (cycles per 16-head tile, as the mma path above).
-  long long tv[4];
+  long long tv[5];
   {
-    const auto time_variant = [&](auto split_c, auto first_c) {
+    const auto time_variant = [&](auto split_c, auto first_c, auto tail_c) {
       __syncthreads();
       const long long a0 = clock64();
       for (int it = 0; it < kIters; ++it) {
-        qk_variant<decltype(split_c)::value, decltype(first_c)::value>(s_part, q, rt);
+        sink += qk_variant<decltype(split_c)::value, decltype(first_c)::value, decltype(tail_c)::value>(s_part, q, rt);
         named_barrier_sync(1 + wg, 128);
         sink += s_part[(it * 37 + threadIdx.x) % (4 * 16 * mlakit::dsa_v2::kSPitch)];
         named_barrier_sync(1 + wg, 128);
@@ -397,13 +405,14 @@ __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
       __syncthreads();
       return (clock64() - a0) / (kIters * WGs);
     };
-    tv[0] = time_variant(std::false_type{}, std::false_type{});
-    tv[1] = time_variant(std::true_type{}, std::false_type{});
-    tv[2] = time_variant(std::false_type{}, std::true_type{});
-    tv[3] = time_variant(std::true_type{}, std::true_type{});
+    tv[0] = time_variant(std::false_type{}, std::false_type{}, std::true_type{});
+    tv[1] = time_variant(std::true_type{}, std::false_type{}, std::true_type{});
+    tv[2] = time_variant(std::false_type{}, std::true_type{}, std::true_type{});
+    tv[3] = time_variant(std::true_type{}, std::true_type{}, std::true_type{});
+    tv[4] = time_variant(std::false_type{}, std::false_type{}, std::false_type{});
   }
   if (threadIdx.x == 0)
-    for (int v = 0; v < 4; ++v) x.qk_variants[4 * blockIdx.x + v] = tv[v];
+    for (int v = 0; v < 5; ++v) x.qk_variants[5 * blockIdx.x + v] = tv[v];
 
   // P V: the wgmma path over all 512 dims (one warpgroup: both halves; two: a half each), checked
   // once (CTA 0), then timed; then v2_fp8's pv_mma over 16 heads.
@@ -578,7 +587,7 @@ int run() {
   MICRO_CHECK(cudaMemcpy(d_unshift, unshift.data(), 4 * kHeadsW, cudaMemcpyHostToDevice));
   MICRO_CHECK(cudaMemcpy(d_q16, q16.data(), 2 * q16.size(), cudaMemcpyHostToDevice));
   long long* d_qkv;
-  MICRO_CHECK(cudaMalloc(&d_qkv, 32 * sms));
+  MICRO_CHECK(cudaMalloc(&d_qkv, 40 * sms));
   const Args args{d_qkv, d_pt, d_p16, d_o, d_pv_cycles, d_tile, d_qt, d_unshift, d_q16, d_s, d_cycles, d_sink};
   bool ok = true;
   const auto measure = [&](auto wgs_c) -> int {
@@ -629,13 +638,14 @@ int run() {
     std::printf("  SM cycles per 64-slot tile, median over %d SMs: wgmma, 64 heads %lld; mma.sync (v2_fp8's QK), 16 heads "
                 "%lld (x 4 = %lld for 64 heads)\n",
                 sms, median(cw), median(cm), 4 * median(cm));
-    std::vector<long long> qkv(4 * sms);
-    MICRO_CHECK(cudaMemcpy(qkv.data(), d_qkv, 32 * sms, cudaMemcpyDeviceToHost));
+    std::vector<long long> qkv(5 * sms);
+    MICRO_CHECK(cudaMemcpy(qkv.data(), d_qkv, 40 * sms, cudaMemcpyDeviceToHost));
     std::printf("  QK of 16 heads, variants (SM cycles per tile):");
-    const char* names[4] = {"as the kernel", "two chains per n8 tile", "loads first", "both"};
-    for (int v = 0; v < 4; ++v) {
+    const char* names[5] = {"as the kernel", "two chains per n8 tile", "loads first", "both",
+                            "the MMAs alone (no scales, rope, store)"};
+    for (int v = 0; v < 5; ++v) {
       std::vector<long long> c;
-      for (int b = 0; b < sms; ++b) c.push_back(qkv[4 * b + v]);
+      for (int b = 0; b < sms; ++b) c.push_back(qkv[5 * b + v]);
       std::printf(" %s %lld;", names[v], median(c));
     }
     std::printf("\n");
