@@ -10,6 +10,8 @@
 //          to S^T at the end;
 //   mma:   v2_fp8's own QK (qk_partial: m16n8k16, 16 heads as M, one warp per 128-channel block, the
 //          partial S to shared memory), once per tile: four of these are 64 heads.
+// The wgmma QK also at N = 32 (a warpgroup per 32 heads; timed, not checked: the N = 64 check covers
+// its code).
 // And v2_fp8's 16-head QK with its MMA chains reordered (qk_variant: two chains per n8 tile, the
 // loads first, both) and its MMAs alone (no scales, rope or partial S store).
 // P V: O^T[512 dims x 64 heads] = V^T P^T by wgmma (pv_wgmma_fp8: V^T widened into the register A
@@ -96,6 +98,7 @@ float bf16_value(uint16_t b) {
 }
 
 struct Args {
+  long long* n32;          // [grid]: wgmma QK at N = 32, cycles per 32-head tile
   long long* qk_variants;  // [grid][5]: qk_variant<split, loads first, tail> cycles per 16-head tile
   const uint8_t* pt;     // [64 heads x 128 bytes] P^T (f16 [head][slot]), swizzled (the smem image)
   const uint16_t* p16;   // [16][kPPitch] bf16: P of heads 0..15 for the mma path
@@ -113,6 +116,15 @@ struct Args {
 using Wgmma64x64F16 = cute::SM90::GMMA::MMA_64x64x16_F32F16F16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
 using Wgmma64x64Bf16 = cute::SM90::GMMA::MMA_64x64x16_F32BF16BF16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
 
+using Wgmma64x32F16 = cute::SM90::GMMA::MMA_64x32x16_F32F16F16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
+using Wgmma64x32Bf16 = cute::SM90::GMMA::MMA_64x32x16_F32BF16BF16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
+
+template <class Op>
+__device__ __forceinline__ void wgmma_64x32(const uint32_t (&a)[4], uint64_t desc, float (&d)[16]) {
+  Op::fma(a[0], a[1], a[2], a[3], desc, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11],
+          d[12], d[13], d[14], d[15], cute::SM90::GMMA::ScaleOut::One);
+}
+
 template <class Op>
 __device__ __forceinline__ void wgmma_64x64(const uint32_t (&a)[4], uint64_t desc, float (&d)[32]) {
   Op::fma(a[0], a[1], a[2], a[3], desc, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11],
@@ -123,7 +135,10 @@ __device__ __forceinline__ void wgmma_64x64(const uint32_t (&a)[4], uint64_t des
 __device__ __forceinline__ int expo(float x) { return int((__float_as_uint(x) >> 23) & 0xff) - 127; }
 
 // S^T of the tile into d (units: 2^-(largest_slot + shift_head)); `largest` the lane's rows' 2^e.
-__device__ __forceinline__ void qk_wgmma_fp8(const uint8_t* tile, const uint8_t* qt, float (&d)[32], float (&largest)[2]) {
+// N = 64 heads, or N = 32 (the first 32 rows of each Q^T block, from `qt`; one warpgroup per 32
+// heads).
+template <int N = 64>
+__device__ __forceinline__ void qk_wgmma_fp8(const uint8_t* tile, const uint8_t* qt, float (&d)[N / 2], float (&largest)[2]) {
   const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
   const uint8_t* row[2] = {tile + (16 * w + g) * kRow, tile + (16 * w + g + 8) * kRow};
   // Per row: the exponent of each block's scale, the largest; the f16x2 factors 2^(e_b - e_max).
@@ -144,7 +159,7 @@ __device__ __forceinline__ void qk_wgmma_fp8(const uint8_t* tile, const uint8_t*
     rope_fold[r] = rb | rb << 16;
   }
 #pragma unroll
-  for (int i = 0; i < 32; ++i) d[i] = 0.f;
+  for (int i = 0; i < N / 2; ++i) d[i] = 0.f;
   uint32_t a[2][4][4];  // two batches of four k16 steps
 #pragma unroll
   for (int h = 0; h < kLatentSteps / 4; ++h) {  // a 16-byte run per row feeds four steps
@@ -167,7 +182,10 @@ __device__ __forceinline__ void qk_wgmma_fp8(const uint8_t* tile, const uint8_t*
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int k = 4 * h + i;
-      wgmma_64x64<Wgmma64x64F16>(buf[i], mlakit::dsa_v2::sw128_desc(qt + (k / 4) * kQtBlockBytes, (k % 4) * 32), d);
+      if constexpr (N == 64)
+        wgmma_64x64<Wgmma64x64F16>(buf[i], mlakit::dsa_v2::sw128_desc(qt + (k / 4) * kQtBlockBytes, (k % 4) * 32), d);
+      else
+        wgmma_64x32<Wgmma64x32F16>(buf[i], mlakit::dsa_v2::sw128_desc(qt + (k / 4) * kQtBlockBytes, (k % 4) * 32), d);
     }
     wgmma_commit();
     if (h >= 1) {
@@ -190,7 +208,10 @@ __device__ __forceinline__ void qk_wgmma_fp8(const uint8_t* tile, const uint8_t*
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < 4; ++k)
-    wgmma_64x64<Wgmma64x64Bf16>(ra[k], mlakit::dsa_v2::sw128_desc(qt + 8 * kQtBlockBytes, k * 32), d);
+    if constexpr (N == 64)
+      wgmma_64x64<Wgmma64x64Bf16>(ra[k], mlakit::dsa_v2::sw128_desc(qt + 8 * kQtBlockBytes, k * 32), d);
+    else
+      wgmma_64x32<Wgmma64x32Bf16>(ra[k], mlakit::dsa_v2::sw128_desc(qt + 8 * kQtBlockBytes, k * 32), d);
   wgmma_commit();
   wgmma_wait<0>();
 #pragma unroll
@@ -375,6 +396,18 @@ __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
   }
   __syncthreads();
   long long t1 = clock64();
+
+  // N = 32: each warpgroup the QK of its own 32 heads (rows 32 wg .. of every Q^T block: atom 4 wg).
+  __syncthreads();
+  long long t32a = clock64();
+  for (int it = 0; it < kIters; ++it) {
+    float d[16], largest[2];
+    qk_wgmma_fp8<32>(tile, qt + wg * 4096, d, largest);
+    sink += (d[0] + d[15]) * largest[0];
+  }
+  __syncthreads();
+  long long t32b = clock64();
+  if (threadIdx.x == 0) x.n32[blockIdx.x] = (t32b - t32a) / (kIters * WGs);  // per 32-head tile
 
   // The mma path: v2_fp8's QK of 16 heads over the same tile.
   fp8::QOperands q;
@@ -586,9 +619,10 @@ int run() {
   MICRO_CHECK(cudaMemcpy(d_qt, qt.data(), qt.size(), cudaMemcpyHostToDevice));
   MICRO_CHECK(cudaMemcpy(d_unshift, unshift.data(), 4 * kHeadsW, cudaMemcpyHostToDevice));
   MICRO_CHECK(cudaMemcpy(d_q16, q16.data(), 2 * q16.size(), cudaMemcpyHostToDevice));
-  long long* d_qkv;
+  long long *d_qkv, *d_n32;
   MICRO_CHECK(cudaMalloc(&d_qkv, 40 * sms));
-  const Args args{d_qkv, d_pt, d_p16, d_o, d_pv_cycles, d_tile, d_qt, d_unshift, d_q16, d_s, d_cycles, d_sink};
+  MICRO_CHECK(cudaMalloc(&d_n32, 8 * sms));
+  const Args args{d_n32, d_qkv, d_pt, d_p16, d_o, d_pv_cycles, d_tile, d_qt, d_unshift, d_q16, d_s, d_cycles, d_sink};
   bool ok = true;
   const auto measure = [&](auto wgs_c) -> int {
     constexpr int kWgs = decltype(wgs_c)::value;
@@ -640,6 +674,10 @@ int run() {
                 sms, median(cw), median(cm), 4 * median(cm));
     std::vector<long long> qkv(5 * sms);
     MICRO_CHECK(cudaMemcpy(qkv.data(), d_qkv, 40 * sms, cudaMemcpyDeviceToHost));
+    std::vector<long long> n32(sms);
+    MICRO_CHECK(cudaMemcpy(n32.data(), d_n32, 8 * sms, cudaMemcpyDeviceToHost));
+    std::printf("  QK by wgmma at N = 32 (a warpgroup per 32 heads): %lld SM cycles per 32-head tile (x 2 = %lld for 64 heads)\n",
+                median(n32), 2 * median(n32));
     std::printf("  QK of 16 heads, variants (SM cycles per tile):");
     const char* names[5] = {"as the kernel", "two chains per n8 tile", "loads first", "both",
                             "the MMAs alone (no scales, rope, store)"};
