@@ -16,7 +16,19 @@ arguments and return its values, computed by ``mlakit.mla_decode``::
   dtypes, and ``flash_mla_with_kvcache`` never reads it (any value is accepted, also FlashMLA's own
   or its 2026 ``FlashMLASchedMeta``).
 
-Sparse attention: ``flash_mla_sparse_fwd`` takes FlashMLA's arguments and returns FlashMLA's values (the
+Sparse decode on DeepSeek-V3.2's FP8 cache: the same ``flash_mla_with_kvcache`` with
+``is_fp8_kvcache=True`` and ``indices`` (FlashMLA's sparse decode), computed by
+``mlakit.dsa_sparse_attention_fp8``::
+
+    out, lse = flash_mla_with_kvcache(q, k_cache, None, None, 512, tile_scheduler_metadata,
+                                      softmax_scale=sm_scale, is_fp8_kvcache=True, indices=indices)
+
+- ``k_cache`` uint8 or float8_e4m3fn [num_blocks, page_block_size, 1, 656] (512 e4m3, 4 fp32
+  scales, 64 bf16 rope per token; FlashMLA's padded page stride is read in place); ``indices``
+  int32 [b, s_q, topk] flat slots (page * page_block_size + offset, -1 skipped); ``attn_sink`` and
+  ``topk_length`` as in FlashMLA; ``out`` and ``lse`` as for the dense decode.
+
+Sparse attention on a bf16 cache: ``flash_mla_sparse_fwd`` takes FlashMLA's arguments and returns FlashMLA's values (the
 ``flash_mla.flash_mla_sparse_fwd`` of deepseek-ai/FlashMLA, conventions of its 2026 releases),
 computed by mlakit's DSA kernel::
 
@@ -43,7 +55,7 @@ import math
 
 import torch
 
-from ._api import dsa_sparse_attention, mla_decode
+from ._api import dsa_sparse_attention, dsa_sparse_attention_fp8, mla_decode
 
 __all__ = ["SUPPORTED_HEADS", "flash_mla_sparse_fwd", "flash_mla_with_kvcache", "get_mla_metadata"]
 
@@ -53,6 +65,7 @@ SUPPORTED_HEADS = (16, 32, 64, 128)
 
 _D_CKV, _D_KPE = 512, 64
 _D_QK = _D_CKV + _D_KPE
+_FP8_ROW_BYTES = 656  # DeepSeek-V3.2's FP8 cache row: 512 e4m3, 4 fp32 scales, 64 bf16 rope
 _LN2 = math.log(2.0)
 _TOKENS_PER_CHUNK = 32  # max_logits: bounds the gathered fp32 rows (32 x topk x 576 x 4 B)
 
@@ -214,8 +227,9 @@ def _sm_count(device: torch.device) -> int:
 
 
 def _not_served(name: str, what: str) -> NotImplementedError:
-    return NotImplementedError(f"{name}: {what} is not served by mlakit.compat's dense MLA decode "
-                               f"(bf16 cache, dense attention only)")
+    return NotImplementedError(f"{name}: {what} is not served by mlakit.compat's MLA decode (dense "
+                               f"attention on a bf16 cache; sparse attention on DeepSeek-V3.2's FP8 "
+                               f"cache)")
 
 
 def get_mla_metadata(cache_seqlens=None, num_q_tokens_per_head_k=None, num_heads_k=None,
@@ -230,8 +244,9 @@ def get_mla_metadata(cache_seqlens=None, num_q_tokens_per_head_k=None, num_heads
         cache_seqlens: int32 [b] CUDA tensor.
         num_q_tokens_per_head_k: s_q * h_q // h_k.
         num_heads_k: h_k; MLA has one KV head, so only 1 is served.
-        num_heads_q, is_fp8_kvcache, topk: as in FlashMLA; an fp8 cache or a topk (sparse
-            attention) raises NotImplementedError.
+        num_heads_q, is_fp8_kvcache, topk: as in FlashMLA. Served: dense attention on a bf16
+            cache (no topk) and sparse attention on the FP8 cache (``is_fp8_kvcache=True`` with a
+            topk); the other two combinations raise NotImplementedError.
 
     Returns:
         ``(tile_scheduler_metadata, num_splits)``: int32 zeros [num_sm_parts, 8] and int32
@@ -240,10 +255,11 @@ def get_mla_metadata(cache_seqlens=None, num_q_tokens_per_head_k=None, num_heads
         FlashMLA, so that buffers sized for FlashMLA's fit. Called without arguments (FlashMLA's
         2026 interface), ``(int32 [0, 8] CPU tensor, None)``.
     """
-    if is_fp8_kvcache:
-        raise _not_served("is_fp8_kvcache", "an fp8 cache")
-    if topk is not None:
-        raise _not_served("topk", "sparse attention")
+    if is_fp8_kvcache and topk is None:
+        raise _not_served("is_fp8_kvcache", "dense attention on an fp8 cache")
+    if topk is not None and not is_fp8_kvcache:
+        raise _not_served("topk", "sparse attention on a bf16 cache (FlashMLA's sparse decode reads "
+                                  "an FP8 cache; flash_mla_sparse_fwd serves a bf16 one)")
     if cache_seqlens is None:
         return torch.empty((0, _TILE_SCHEDULER_METADATA_SIZE), dtype=torch.int32), None
     for name, value in (("num_q_tokens_per_head_k", num_q_tokens_per_head_k),
@@ -268,16 +284,17 @@ def get_mla_metadata(cache_seqlens=None, num_q_tokens_per_head_k=None, num_heads
 
 
 def check_kvcache_arguments(q, k_cache, head_dim_v, is_fp8_kvcache=False, **sparse) -> None:
-    """Raises what FlashMLA's checks of ``flash_mla_with_kvcache`` raise about, with mlakit's
-    error types, for q, k_cache, head_dim_v and the arguments of FlashMLA's sparse mode
-    (``sparse``: name -> value, each must be None). Reads metadata only; block_table and
-    cache_seqlens are checked by mlakit.mla_decode under their own names."""
+    """Raises what FlashMLA's checks of its dense ``flash_mla_with_kvcache`` raise about, with
+    mlakit's error types, for q, k_cache, head_dim_v and the arguments of FlashMLA's sparse mode
+    (``sparse``: name -> value, each must be None without indices). Reads metadata only;
+    block_table and cache_seqlens are checked by mlakit.mla_decode under their own names."""
     if is_fp8_kvcache:
-        raise _not_served("is_fp8_kvcache", "an fp8 cache")
+        raise _not_served("is_fp8_kvcache", "dense attention on an fp8 cache (sparse attention on it: "
+                                            "pass indices)")
     for name, value in sparse.items():
         if value is not None:
-            raise _not_served(name, "sparse attention (indices, attn_sink, extra_k_cache, "
-                                    "topk_length, ...)")
+            raise NotImplementedError(f"{name}: belongs to FlashMLA's sparse decode (with indices, on "
+                                      f"an FP8 cache); mlakit.compat's dense decode takes none")
     if isinstance(q, torch.Tensor) and q.dtype == torch.float16:
         raise NotImplementedError("q: float16 is not served; mlakit's MLA kernels take bfloat16")
     _expect_tensor(q, "q", torch.bfloat16, 4, "[batch, seq_q, num_heads_q, 576]")
@@ -297,12 +314,101 @@ def check_kvcache_arguments(q, k_cache, head_dim_v, is_fp8_kvcache=False, **spar
                          f"too), got {head_dim_v}")
 
 
+def check_sparse_decode_arguments(q, k_cache, head_dim_v, causal, is_fp8_kvcache, indices,
+                                   attn_sink, topk_length, **extra) -> None:
+    """Raises what FlashMLA's sparse decode (``flash_mla_with_kvcache`` with ``indices``) raises
+    about, with mlakit's error types; ``extra``: FlashMLA's extra-cache arguments, each must be
+    None. Reads metadata only."""
+    for name, value in extra.items():
+        if value is not None:
+            raise NotImplementedError(f"{name}: an extra cache is not served by mlakit.compat's "
+                                      f"sparse decode (one FP8 cache per call)")
+    if not is_fp8_kvcache:
+        raise ValueError("is_fp8_kvcache: sparse attention (indices) reads DeepSeek-V3.2's FP8 cache, "
+                         "as in FlashMLA; expected True (a bf16 cache: flash_mla_sparse_fwd)")
+    if causal:
+        raise ValueError("causal: expected False with indices (sparse attention), as in FlashMLA")
+    if isinstance(q, torch.Tensor) and q.dtype == torch.float16:
+        raise NotImplementedError("q: float16 is not served; mlakit's kernels take bfloat16")
+    _expect_tensor(q, "q", torch.bfloat16, 4, "[batch, seq_q, num_heads_q, 576]")
+    if not isinstance(k_cache, torch.Tensor):
+        raise TypeError(f"k_cache: expected a torch.Tensor, got {_describe(k_cache)}")
+    if k_cache.dtype not in (torch.uint8, torch.float8_e4m3fn):
+        raise TypeError(f"k_cache: expected dtype uint8 or float8_e4m3fn (656-byte FP8 rows), got "
+                        f"{str(k_cache.dtype).replace('torch.', '')}")
+    if k_cache.dim() != 4 or k_cache.shape[2] != 1 or k_cache.shape[3] != _FP8_ROW_BYTES:
+        raise ValueError(f"k_cache: expected shape [num_blocks, page_block_size, 1, 656], got "
+                         f"{list(k_cache.shape)}")
+    _expect_tensor(indices, "indices", torch.int32, 3, "[batch, seq_q, topk]")
+    b, s_q, h_q, d_qk = q.shape
+    if d_qk != _D_QK:
+        raise ValueError(f"q: expected head_dim 576 (512 latent + 64 rope), got shape {list(q.shape)}")
+    if head_dim_v != _D_CKV:
+        raise ValueError(f"head_dim_v: expected 512 (the latent width; FlashMLA supports only 512 "
+                         f"too), got {head_dim_v}")
+    if tuple(indices.shape[:2]) != (b, s_q):
+        raise ValueError(f"indices: expected shape [{b}, {s_q}, topk] (batch and seq_q of q), got "
+                         f"{list(indices.shape)}")
+    if h_q not in SUPPORTED_HEADS:
+        raise NotImplementedError(
+            f"q: {h_q} query heads are not supported; mlakit's DSA kernels take h_q in "
+            f"{list(SUPPORTED_HEADS)} (DeepSeek-V3.2 at TP 8, 4, 2, 1). Pass the real heads, not "
+            f"heads padded for FlashMLA")
+    if attn_sink is not None:
+        _expect_tensor(attn_sink, "attn_sink", torch.float32, 1, "[num_heads_q]")
+        if attn_sink.shape[0] != h_q:
+            raise ValueError(f"attn_sink: expected shape [{h_q}] (num_heads_q of q), got "
+                             f"{list(attn_sink.shape)}")
+    if topk_length is not None:
+        _expect_tensor(topk_length, "topk_length", torch.int32, 1, "[batch]")
+        if topk_length.shape[0] != b:
+            raise ValueError(f"topk_length: expected shape [{b}] (batch of q), got "
+                             f"{list(topk_length.shape)}")
+
+
+def sparse_decode_arguments(q, indices, topk_length=None):
+    """FlashMLA's sparse decode arguments as ``mlakit.dsa_sparse_attention_fp8``'s tokens:
+    ``(q_nope, q_pe, sparse_indices)`` with T = batch x seq_q. q's views (a reshape, which copies
+    only when q's first two dimensions cannot merge); the indices are copied when ``topk_length``
+    masks them (-1 past each batch's length) or topk is not a multiple of 4."""
+    b, s_q, h_q, _ = q.shape
+    topk = indices.shape[-1]
+    qt = q.reshape(b * s_q, h_q, _D_QK)
+    sparse_indices = indices.reshape(b * s_q, topk)
+    if topk_length is not None:
+        lengths = topk_length.repeat_interleave(s_q)                      # [T]
+        keep = torch.arange(topk, device=indices.device)[None, :] < lengths[:, None]
+        sparse_indices = torch.where(keep, sparse_indices, sparse_indices.new_full((), -1))
+    if topk % 4 != 0 or sparse_indices.stride(0) % 4 != 0 or sparse_indices.stride(-1) != 1:
+        padded = sparse_indices.new_full((b * s_q, (topk + 3) // 4 * 4), -1)
+        padded[:, :topk] = sparse_indices
+        sparse_indices = padded
+    return qt[..., :_D_CKV], qt[..., _D_CKV:], sparse_indices
+
+
+def _sparse_decode(q, k_cache, head_dim_v, softmax_scale, causal, is_fp8_kvcache, indices,
+                   attn_sink, topk_length, extra):
+    check_sparse_decode_arguments(q, k_cache, head_dim_v, causal, is_fp8_kvcache, indices,
+                                  attn_sink, topk_length, **extra)
+    b, s_q, h_q, _ = q.shape
+    q_nope, q_pe, sparse_indices = sparse_decode_arguments(q, indices, topk_length)
+    scale = _D_QK ** -0.5 if softmax_scale is None else float(softmax_scale)
+    out, lse_base2 = dsa_sparse_attention_fp8(q_nope, q_pe, k_cache, sparse_indices, scale)
+    out = out.view(b, s_q, h_q, _D_CKV)
+    lse_base2 = lse_base2.view(b, s_q, h_q)
+    if attn_sink is not None:
+        out = apply_attn_sink(out, lse_base2 * _LN2, attn_sink)
+    return out, lse_to_flashmla(lse_base2.transpose(1, 2)).contiguous()
+
+
 def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
                            tile_scheduler_metadata, num_splits=None, softmax_scale=None,
                            causal=False, is_fp8_kvcache=False, indices=None, attn_sink=None,
                            extra_k_cache=None, extra_indices_in_kvcache=None, topk_length=None,
                            extra_topk_length=None):
-    """FlashMLA's dense paged decode on mlakit's kernel (``mlakit.mla_decode``).
+    """FlashMLA's paged decode on mlakit's kernels: dense attention on a bf16 cache
+    (``mlakit.mla_decode``), or, with ``indices``, sparse attention on DeepSeek-V3.2's FP8 cache
+    (``mlakit.dsa_sparse_attention_fp8``; FlashMLA's sparse decode).
 
     Args:
         q: bf16 [b, s_q, h_q, 576] (512 latent then 64 rope).
@@ -313,9 +419,16 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
         tile_scheduler_metadata, num_splits: accepted and never read (see get_mla_metadata).
         softmax_scale: default 1 / sqrt(576), as in FlashMLA.
         causal: with s_q > 1, query i of a request sees its first n - (s_q - 1 - i) rows.
-        is_fp8_kvcache, indices, attn_sink, extra_k_cache, extra_indices_in_kvcache,
-            topk_length, extra_topk_length: FlashMLA's fp8 and sparse modes; anything but
-            their defaults raises NotImplementedError.
+        is_fp8_kvcache, indices, attn_sink, topk_length: FlashMLA's sparse decode, served with
+            ``is_fp8_kvcache=True`` and ``indices`` int32 [b, s_q, topk] (flat slots, page *
+            page_block_size + offset; -1 or any slot outside the cache is skipped): ``k_cache``
+            is then the FP8 cache, uint8 or float8_e4m3fn [num_blocks, page_block_size, 1, 656];
+            ``block_table`` and ``cache_seqlens`` are not read; ``attn_sink`` fp32 [h_q] scales
+            out by exp(lse) / (exp(lse) + exp(sink)); ``topk_length`` int32 [b] keeps each
+            batch's first topk_length[i] indices. Without ``indices``, ``is_fp8_kvcache=True``,
+            ``attn_sink`` and ``topk_length`` raise NotImplementedError.
+        extra_k_cache, extra_indices_in_kvcache, extra_topk_length: FlashMLA's extra cache; not
+            served (NotImplementedError).
 
     Returns:
         ``(out, lse)``: out bf16 [b, s_q, h_q, 512]; lse fp32 [b, h_q, s_q] contiguous, natural
@@ -328,8 +441,13 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
             served by mlakit (fp16, fp8 cache, sparse mode, num_heads_k > 1, and what
             mlakit.mla_decode does not serve: head counts, page sizes).
     """
-    check_kvcache_arguments(q, k_cache, head_dim_v, is_fp8_kvcache, indices=indices,
-                            attn_sink=attn_sink, extra_k_cache=extra_k_cache,
+    if indices is not None:
+        return _sparse_decode(q, k_cache, head_dim_v, softmax_scale, causal, is_fp8_kvcache,
+                              indices, attn_sink, topk_length,
+                              dict(extra_k_cache=extra_k_cache,
+                                   extra_indices_in_kvcache=extra_indices_in_kvcache,
+                                   extra_topk_length=extra_topk_length))
+    check_kvcache_arguments(q, k_cache, head_dim_v, is_fp8_kvcache, attn_sink=attn_sink, extra_k_cache=extra_k_cache,
                             extra_indices_in_kvcache=extra_indices_in_kvcache,
                             topk_length=topk_length, extra_topk_length=extra_topk_length)
     scale = _D_QK ** -0.5 if softmax_scale is None else float(softmax_scale)

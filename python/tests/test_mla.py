@@ -380,8 +380,9 @@ FLASHMLA_BAD_CALLS = {
                       "k_cache: expected head_dim 576"),
     "head-dim-v": (lambda t, a: a.update(head_dim_v=576), ValueError, "head_dim_v: expected 512"),
     "fp8": (lambda t, a: a.update(is_fp8_kvcache=True), NotImplementedError, "is_fp8_kvcache"),
-    "indices": (lambda t, a: a.update(indices=t.zeros(B, S, 64, dtype=t.int32)),
-                NotImplementedError, "indices: sparse attention"),
+    "indices-bf16-cache": (lambda t, a: a.update(indices=t.zeros(B, S, 64, dtype=t.int32)),
+                           ValueError, "is_fp8_kvcache: sparse attention (indices) reads "
+                                       "DeepSeek-V3.2's FP8 cache"),
     "attn-sink": (lambda t, a: a.update(attn_sink=t.zeros(H)), NotImplementedError, "attn_sink"),
     "block-table-dtype": (lambda t, a: a.update(block_table=a["block_table"].long()), TypeError,
                           "block_table: expected dtype int32, got int64"),
@@ -438,7 +439,7 @@ def test_get_mla_metadata_without_arguments_is_the_2026_interface(torch):
 
 
 @pytest.mark.parametrize("kwargs,error,message", [
-    (dict(is_fp8_kvcache=True), NotImplementedError, "is_fp8_kvcache: an fp8 cache"),
+    (dict(is_fp8_kvcache=True), NotImplementedError, "is_fp8_kvcache: dense attention on an fp8 cache"),
     (dict(topk=2048), NotImplementedError, "topk: sparse attention"),
     (dict(num_heads_k=2), NotImplementedError, "num_heads_k: expected 1"),
     (dict(num_heads_k=1.0), TypeError, "num_heads_k: expected an int, got float"),
