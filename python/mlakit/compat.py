@@ -85,6 +85,26 @@ def _expect_tensor(t, name: str, dtype: torch.dtype, ndim: int, layout: str) -> 
         raise ValueError(f"{name}: expected {ndim} dimensions {layout}, got shape {list(t.shape)}")
 
 
+def _check_heads_sink_and_lengths(h_q, attn_sink, topk_length, rows, heads_name, rows_name) -> None:
+    """The head count, ``attn_sink`` [h_q] and ``topk_length`` [rows] of a sparse call; the names
+    are those of the dimensions in the caller's layout (FlashMLA's two interfaces differ)."""
+    if h_q not in SUPPORTED_HEADS:
+        raise NotImplementedError(
+            f"q: {h_q} query heads are not supported; mlakit's DSA kernels take h_q in "
+            f"{list(SUPPORTED_HEADS)} (DeepSeek-V3.2 at TP 8, 4, 2, 1). Pass the real heads, not "
+            f"heads padded for FlashMLA")
+    if attn_sink is not None:
+        _expect_tensor(attn_sink, "attn_sink", torch.float32, 1, f"[{heads_name}]")
+        if attn_sink.shape[0] != h_q:
+            raise ValueError(f"attn_sink: expected shape [{h_q}] ({heads_name} of q), got "
+                             f"{list(attn_sink.shape)}")
+    if topk_length is not None:
+        _expect_tensor(topk_length, "topk_length", torch.int32, 1, f"[{rows_name}]")
+        if topk_length.shape[0] != rows:
+            raise ValueError(f"topk_length: expected shape [{rows}] ({rows_name} of q), got "
+                             f"{list(topk_length.shape)}")
+
+
 def check_arguments(q, kv, indices, d_v, attn_sink=None, topk_length=None) -> None:
     """Raises what FlashMLA's checks raise about, with mlakit's error types: TypeError for types
     and dtypes, ValueError for shapes, NotImplementedError for valid calls no mlakit kernel
@@ -110,21 +130,7 @@ def check_arguments(q, kv, indices, d_v, attn_sink=None, topk_length=None) -> No
     if indices.shape[0] != s_q or indices.shape[1] != h_kv:
         raise ValueError(f"indices: expected shape [{s_q}, {h_kv}, topk] (s_q of q, h_kv of kv), "
                          f"got {list(indices.shape)}")
-    if h_q not in SUPPORTED_HEADS:
-        raise NotImplementedError(
-            f"q: {h_q} query heads are not supported; mlakit's DSA kernels take h_q in "
-            f"{list(SUPPORTED_HEADS)} (DeepSeek-V3.2 at TP 8, 4, 2, 1). Pass the real heads, not "
-            f"heads padded for FlashMLA")
-    if attn_sink is not None:
-        _expect_tensor(attn_sink, "attn_sink", torch.float32, 1, "[h_q]")
-        if attn_sink.shape[0] != h_q:
-            raise ValueError(f"attn_sink: expected shape [{h_q}] (h_q of q), got "
-                             f"{list(attn_sink.shape)}")
-    if topk_length is not None:
-        _expect_tensor(topk_length, "topk_length", torch.int32, 1, "[s_q]")
-        if topk_length.shape[0] != s_q:
-            raise ValueError(f"topk_length: expected shape [{s_q}] (s_q of q), got "
-                             f"{list(topk_length.shape)}")
+    _check_heads_sink_and_lengths(h_q, attn_sink, topk_length, s_q, "h_q", "s_q")
 
 
 def native_arguments(q, kv, indices, topk_length=None):
@@ -349,21 +355,7 @@ def check_sparse_decode_arguments(q, k_cache, head_dim_v, causal, is_fp8_kvcache
     if tuple(indices.shape[:2]) != (b, s_q):
         raise ValueError(f"indices: expected shape [{b}, {s_q}, topk] (batch and seq_q of q), got "
                          f"{list(indices.shape)}")
-    if h_q not in SUPPORTED_HEADS:
-        raise NotImplementedError(
-            f"q: {h_q} query heads are not supported; mlakit's DSA kernels take h_q in "
-            f"{list(SUPPORTED_HEADS)} (DeepSeek-V3.2 at TP 8, 4, 2, 1). Pass the real heads, not "
-            f"heads padded for FlashMLA")
-    if attn_sink is not None:
-        _expect_tensor(attn_sink, "attn_sink", torch.float32, 1, "[num_heads_q]")
-        if attn_sink.shape[0] != h_q:
-            raise ValueError(f"attn_sink: expected shape [{h_q}] (num_heads_q of q), got "
-                             f"{list(attn_sink.shape)}")
-    if topk_length is not None:
-        _expect_tensor(topk_length, "topk_length", torch.int32, 1, "[batch]")
-        if topk_length.shape[0] != b:
-            raise ValueError(f"topk_length: expected shape [{b}] (batch of q), got "
-                             f"{list(topk_length.shape)}")
+    _check_heads_sink_and_lengths(h_q, attn_sink, topk_length, b, "num_heads_q", "batch")
 
 
 def sparse_decode_arguments(q, indices, topk_length=None):

@@ -132,6 +132,14 @@ __device__ __forceinline__ void wgmma_64x64(const uint32_t (&a)[4], uint64_t des
           d[27], d[28], d[29], d[30], d[31], cute::SM90::GMMA::ScaleOut::One);
 }
 
+// Pins every register of a double-buffered set of A fragments (wgmma.cuh's pin, per fragment).
+__device__ __forceinline__ void pin_all(uint32_t (&r)[2][4][4]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) pin(r[i][j]);
+}
+
 __device__ __forceinline__ int expo(float x) { return int((__float_as_uint(x) >> 23) & 0xff) - 127; }
 
 // S^T of the tile into d (units: 2^-(largest_slot + shift_head)); `largest` the lane's rows' 2^e.
@@ -214,10 +222,7 @@ __device__ __forceinline__ void qk_wgmma_fp8(const uint8_t* tile, const uint8_t*
       wgmma_64x32<Wgmma64x32Bf16>(ra[k], mlakit::dsa_v2::sw128_desc(qt + 8 * kQtBlockBytes, k * 32), d);
   wgmma_commit();
   wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) pin(a[i][j]);
+  pin_all(a);
 #pragma unroll
   for (int k = 0; k < 4; ++k) pin(ra[k]);
   pin(d);
@@ -281,10 +286,7 @@ __device__ __forceinline__ void pv_wgmma_fp8(const uint8_t* tile, const uint8_t*
     }
   }
   wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) pin(a[i][j]);
+  pin_all(a);
 #pragma unroll
   for (int j = 0; j < 4; ++j) pin(o[j]);
 }
