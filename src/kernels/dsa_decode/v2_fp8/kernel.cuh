@@ -126,10 +126,10 @@ static_assert(kStageRows == 32, "a stage's rows are split between the lanes of i
 // 64 h + 16 t + 4 i .. + 3 of the lane's slot, word i of its run h (k = 2t, 2t + 1 <- the word's low
 // half, 2t + 8, 2t + 9 <- its high half; Q's fragment is built to match). P V's B fragments take
 // two 8-byte runs per slot row (with one 16-byte run a lane's output dims would form runs that no
-// store instruction writes as whole sectors without an exchange between lanes): lane n's run a holds dims v_dims(a, n) .. + 7 and n8
-// tile 8 a + 4 h + r takes byte 4 h + r of it, so a lane's accumulators of column 2t + b hold dims
-// 64 a + 32 b + 8 t .. + 7 (n8 tiles 8 a .. 8 a + 7) and a quad's four lanes write one 64-byte run
-// per store instruction (store, below).
+// store instruction writes as whole sectors without an exchange between lanes): lane n's run a
+// holds dims v_dims(a, n) .. + 7 and n8 tile 8 a + 4 h + r takes byte 4 h + r of it, so a lane's
+// accumulators of column 2t + b hold dims 64 a + 32 b + 8 t .. + 7 (n8 tiles 8 a .. 8 a + 7) and a
+// quad's four lanes write one 64-byte run per store instruction (store, below).
 
 constexpr int kLatentSteps = dsa_fp8::kTile / 16;  // 8 k16 steps of QK per warp
 static_assert(dsa_fp8::kNumScales == kConsumerWarps && kDimR == 16 * kConsumerWarps,
