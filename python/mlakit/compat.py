@@ -133,20 +133,28 @@ def check_arguments(q, kv, indices, d_v, attn_sink=None, topk_length=None) -> No
     _check_heads_sink_and_lengths(h_q, attn_sink, topk_length, s_q, "h_q", "s_q")
 
 
+def _kernel_indices(sparse_indices, row_lengths=None):
+    """[rows, topk] int32 indices as the DSA kernels read them: entries past ``row_lengths[i]``
+    (int32 [rows], or None) set to -1, and a copy padded with -1 to a multiple of 4 columns when
+    topk is not one or the rows are not 16-byte aligned (the kernels read index rows 16 bytes at
+    a time); otherwise the tensor itself."""
+    rows, topk = sparse_indices.shape
+    if row_lengths is not None:
+        keep = torch.arange(topk, device=sparse_indices.device)[None, :] < row_lengths[:, None]
+        sparse_indices = torch.where(keep, sparse_indices, sparse_indices.new_full((), -1))
+    if topk % 4 != 0 or sparse_indices.stride(0) % 4 != 0 or sparse_indices.stride(-1) != 1:
+        padded = sparse_indices.new_full((rows, (topk + 3) // 4 * 4), -1)
+        padded[:, :topk] = sparse_indices
+        sparse_indices = padded
+    return sparse_indices
+
+
 def native_arguments(q, kv, indices, topk_length=None):
     """The views mlakit.dsa_sparse_attention takes for FlashMLA's buffers:
     ``(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices)``. The caches are page-size-1 views of
     ``kv`` ([s_kv, 1, 512] and [s_kv, 1, 64]); the only copy is of the indices, when topk is not
     a multiple of 4 (padded with -1) or ``topk_length`` masks their tails (set to -1)."""
-    sparse_indices = indices[:, 0, :]                                   # [s_q, topk]
-    s_q, topk = sparse_indices.shape
-    if topk_length is not None:
-        keep = torch.arange(topk, device=indices.device)[None, :] < topk_length[:, None]
-        sparse_indices = torch.where(keep, sparse_indices, sparse_indices.new_full((), -1))
-    if topk % 4 != 0 or sparse_indices.stride(0) % 4 != 0 or sparse_indices.stride(-1) != 1:
-        padded = sparse_indices.new_full((s_q, (topk + 3) // 4 * 4), -1)
-        padded[:, :topk] = sparse_indices
-        sparse_indices = padded
+    sparse_indices = _kernel_indices(indices[:, 0, :], topk_length)      # [s_q, topk]
     return (q[..., :_D_CKV], q[..., _D_CKV:], kv[..., :_D_CKV], kv[..., _D_CKV:], sparse_indices)
 
 
@@ -289,6 +297,20 @@ def get_mla_metadata(cache_seqlens=None, num_q_tokens_per_head_k=None, num_heads
             torch.arange(cache_seqlens.shape[0] + 1, dtype=torch.int32, device=device))
 
 
+def _check_query(q, head_dim_v) -> None:
+    """q [batch, seq_q, num_heads_q, 576] bf16 and head_dim_v 512, for both forms of
+    ``flash_mla_with_kvcache`` (float16 is valid for FlashMLA, not served here)."""
+    if isinstance(q, torch.Tensor) and q.dtype == torch.float16:
+        raise NotImplementedError("q: float16 is not served; mlakit's MLA kernels take bfloat16")
+    _expect_tensor(q, "q", torch.bfloat16, 4, "[batch, seq_q, num_heads_q, 576]")
+    if q.shape[-1] != _D_QK:
+        raise ValueError(f"q: expected head_dim 576 (512 latent + 64 rope), got shape "
+                         f"{list(q.shape)}")
+    if head_dim_v != _D_CKV:
+        raise ValueError(f"head_dim_v: expected 512 (the latent width; FlashMLA supports only 512 "
+                         f"too), got {head_dim_v}")
+
+
 def check_kvcache_arguments(q, k_cache, head_dim_v, is_fp8_kvcache=False, **sparse) -> None:
     """Raises what FlashMLA's checks of its dense ``flash_mla_with_kvcache`` raise about, with
     mlakit's error types, for q, k_cache, head_dim_v and the arguments of FlashMLA's sparse mode
@@ -301,23 +323,15 @@ def check_kvcache_arguments(q, k_cache, head_dim_v, is_fp8_kvcache=False, **spar
         if value is not None:
             raise NotImplementedError(f"{name}: belongs to FlashMLA's sparse decode (with indices, on "
                                       f"an FP8 cache); mlakit.compat's dense decode takes none")
-    if isinstance(q, torch.Tensor) and q.dtype == torch.float16:
-        raise NotImplementedError("q: float16 is not served; mlakit's MLA kernels take bfloat16")
-    _expect_tensor(q, "q", torch.bfloat16, 4, "[batch, seq_q, num_heads_q, 576]")
+    _check_query(q, head_dim_v)
     _expect_tensor(k_cache, "k_cache", torch.bfloat16, 4,
                    "[num_pages, page_size, num_heads_k, 576]")
-    if q.shape[-1] != _D_QK:
-        raise ValueError(f"q: expected head_dim 576 (512 latent + 64 rope), got shape "
-                         f"{list(q.shape)}")
     if k_cache.shape[2] != 1:
         raise NotImplementedError(f"k_cache: expected num_heads_k = 1 (MLA shares one latent per "
                                   f"token), got shape {list(k_cache.shape)}")
     if k_cache.shape[3] != _D_QK:
         raise ValueError(f"k_cache: expected head_dim 576 (that of q), got shape "
                          f"{list(k_cache.shape)}")
-    if head_dim_v != _D_CKV:
-        raise ValueError(f"head_dim_v: expected 512 (the latent width; FlashMLA supports only 512 "
-                         f"too), got {head_dim_v}")
 
 
 def check_sparse_decode_arguments(q, k_cache, head_dim_v, causal, is_fp8_kvcache, indices,
@@ -334,9 +348,7 @@ def check_sparse_decode_arguments(q, k_cache, head_dim_v, causal, is_fp8_kvcache
                          "as in FlashMLA; expected True (a bf16 cache: flash_mla_sparse_fwd)")
     if causal:
         raise ValueError("causal: expected False with indices (sparse attention), as in FlashMLA")
-    if isinstance(q, torch.Tensor) and q.dtype == torch.float16:
-        raise NotImplementedError("q: float16 is not served; mlakit's kernels take bfloat16")
-    _expect_tensor(q, "q", torch.bfloat16, 4, "[batch, seq_q, num_heads_q, 576]")
+    _check_query(q, head_dim_v)
     if not isinstance(k_cache, torch.Tensor):
         raise TypeError(f"k_cache: expected a torch.Tensor, got {_describe(k_cache)}")
     if k_cache.dtype not in (torch.uint8, torch.float8_e4m3fn):
@@ -346,12 +358,7 @@ def check_sparse_decode_arguments(q, k_cache, head_dim_v, causal, is_fp8_kvcache
         raise ValueError(f"k_cache: expected shape [num_blocks, page_block_size, 1, 656], got "
                          f"{list(k_cache.shape)}")
     _expect_tensor(indices, "indices", torch.int32, 3, "[batch, seq_q, topk]")
-    b, s_q, h_q, d_qk = q.shape
-    if d_qk != _D_QK:
-        raise ValueError(f"q: expected head_dim 576 (512 latent + 64 rope), got shape {list(q.shape)}")
-    if head_dim_v != _D_CKV:
-        raise ValueError(f"head_dim_v: expected 512 (the latent width; FlashMLA supports only 512 "
-                         f"too), got {head_dim_v}")
+    b, s_q, h_q, _ = q.shape
     if tuple(indices.shape[:2]) != (b, s_q):
         raise ValueError(f"indices: expected shape [{b}, {s_q}, topk] (batch and seq_q of q), got "
                          f"{list(indices.shape)}")
@@ -366,15 +373,8 @@ def sparse_decode_arguments(q, indices, topk_length=None):
     b, s_q, h_q, _ = q.shape
     topk = indices.shape[-1]
     qt = q.reshape(b * s_q, h_q, _D_QK)
-    sparse_indices = indices.reshape(b * s_q, topk)
-    if topk_length is not None:
-        lengths = topk_length.repeat_interleave(s_q)                      # [T]
-        keep = torch.arange(topk, device=indices.device)[None, :] < lengths[:, None]
-        sparse_indices = torch.where(keep, sparse_indices, sparse_indices.new_full((), -1))
-    if topk % 4 != 0 or sparse_indices.stride(0) % 4 != 0 or sparse_indices.stride(-1) != 1:
-        padded = sparse_indices.new_full((b * s_q, (topk + 3) // 4 * 4), -1)
-        padded[:, :topk] = sparse_indices
-        sparse_indices = padded
+    lengths = None if topk_length is None else topk_length.repeat_interleave(s_q)  # [T]
+    sparse_indices = _kernel_indices(indices.reshape(b * s_q, topk), lengths)
     return qt[..., :_D_CKV], qt[..., _D_CKV:], sparse_indices
 
 
