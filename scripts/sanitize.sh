@@ -2,7 +2,7 @@
 # compute-sanitizer memcheck, racecheck, initcheck and synccheck over small shapes that cover every
 # code path of the DSA kernels (v1: split + merge kernel, fused epilogue, one stage; v2: rows split
 # and merged in-kernel, one CTA per row, every gather, both MMA paths, 32..128 heads; the gather
-# floor; empty rows, page size 1; v2_fp8 over the FP8 cache (16..128 heads) and its floor;
+# floor; empty rows, page size 1; v2_fp8 over the FP8 cache (16..128 heads, 16 or 64 per CTA) and its floor;
 # mla_decode with 16 and 64 query rows per CTA (both 64-row consumer pairs): split and merged
 # requests, requests kept whole,
 # causal groups, page sizes, layouts), the GPU quantizer's tests,
@@ -108,6 +108,12 @@ shapes=(
   "$FP8 --kv fp8 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p4g1"
   "$FP8 --kv fp8 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 128 --tiling s4n32x8m1p4g1"
   "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --heads 32 --tiling s1n64x8m1p4g1"
+  # v2_fp8 with 64 heads per CTA (producers dequantizing into v2_fused h64's stages): split and
+  # merged with one-stage tiles, one CTA walking many pairs, empty rows at 128 heads, page size 1
+  "$FP8 --kv fp8 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 64 --tiling s4n32x4m1p4g3w1h64"
+  "$FP8 --kv fp8 --t 1 --topk 1024 --num-pages 64 --heads 64 --tiling s1n64x4m1p4g3w1h64"
+  "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --valid 0 --heads 128 --tiling s2n64x4m1p4g3w1h64"
+  "$FP8 --kv fp8 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --heads 64 --tiling s2n32x4m1p4g3w1h64"
   # ... and inside clusters of a row's CTAs (distributed shared memory; idle CTAs of a cluster exit
   # first; four head groups: one cluster each)
   "$FP8 --kv fp8 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s8n32x8m1p4g1c1"

@@ -202,7 +202,7 @@ TEST(DsaFp8Tilings, EveryInstanceMatchesReference) {
 // heads (h64: wgmma with the heads as M) and split: split rows merge per block of 16 heads, one CTA
 // per row writes directly, every MMA path takes its Q block from the head group's offset, and h64
 // with 32-slot splits ends rows on one-stage tiles; with 16 it merges a row's partials in two
-// batches of eight splits (merge_cta).
+// batches of eight splits (merge_cta). v2_fp8's h64 runs the same tilings with its own producers.
 TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
   for (const char* key : {"dsa_decode.v2_fused.bf16", "dsa_decode.v2_fp8.fp8"}) {
     const KernelEntry* kernel = find_kernel(key);
@@ -214,19 +214,21 @@ TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
                                  "s1n64x4m1p4g2w1h64", "s4n32x4m1p4g2w1h64", "s16n32x4m1p4g2w1h64"}) {
         const std::string how = tiling;
         const bool wide = how.find("h64") != std::string::npos;
-        if (fp8 && (how.find("w1") != std::string::npos || how.find("h32") != std::string::npos))
-          continue;  // mma.sync, 16 heads per CTA only
+        if (fp8 && !wide && (how.find("w1") != std::string::npos || how.find("h32") != std::string::npos))
+          continue;  // mma.sync at 16 heads per CTA, or h64
         if (wide && heads % 64 != 0) continue;  // h64 takes whole blocks of 64 heads
         DsaTiling parsed;
         ASSERT_TRUE(DsaTiling::parse(tiling, &parsed).is_ok()) << tiling;
-        if (fp8) {  // one bulk copy per 656-byte row by a producer warpgroup: v2_fp8's only gather
-          parsed.gather = 1;
+        // v2_fp8: one bulk copy per 656-byte row by a producer warpgroup, or with h64 16-byte loads
+        // into the registers of the producers that dequantize the rows (g3).
+        if (fp8) {
+          parsed.gather = wide ? 3 : 1;
           parsed.producers = 4;
         }
         const std::string suite = "dsa-edge-h" + std::to_string(heads) + (fp8 ? "-fp8" : "");
-        // v2_fp8's split rows also merge in clusters, one per (row, head group).
+        // v2_fp8's split rows also merge in clusters, one per (row, head group), at 16 heads per CTA.
         for (int cluster : {0, 1}) {
-          if (cluster == 1 && !(fp8 && parsed.num_splits > 1)) continue;
+          if (cluster == 1 && !(fp8 && !wide && parsed.num_splits > 1)) continue;
           parsed.cluster = cluster;
           const std::string name = parsed.name();
           SCOPED_TRACE(suite + " " + name);

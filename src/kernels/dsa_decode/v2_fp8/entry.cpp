@@ -2,8 +2,10 @@
 // (its gather floor: the same kernel with Work::kStreamOnly). Tiling fields (DsaTiling) as
 // v2_fused's: num_splits = CTAs per row, block_n = least slots per split, stages = 32-row raw ring
 // stages, p = producer warps (4: one warpgroup); m = 1 (in-kernel merge), g = 1 (one bulk copy
-// per 656-byte row, the only gather), w = 0 (mma.sync); c = 1: a split row merges inside a
-// thread-block cluster of its CTAs (2..8 splits, no workspace), c = 0 through global memory.
+// per 656-byte row), w = 0 (mma.sync); c = 1: a split row merges inside a thread-block cluster of
+// its CTAs (2..8 splits, no workspace), c = 0 through global memory. h = 64 (64 heads per CTA, the
+// decode only): v2_fused's h64 consumers (wgmma) behind a producer warpgroup that dequantizes the
+// rows into their bf16 stages (h64.cuh): x4p4, g3 (16-byte loads into registers), w1.
 #include "kernels/dsa_decode/v2_fp8/entry.h"
 
 #include <algorithm>
@@ -19,27 +21,59 @@
 #include "kernels/dsa_decode/common/ring_plan.h"
 #include "kernels/dsa_decode/v2_fp8/launch.h"
 #include "kernels/dsa_decode/v2_fp8/traits.h"
+#include "kernels/dsa_decode/v2_fused/h64_traits.h"
 
 namespace mlakit::dsa_v2_fp8 {
 namespace {
 
 constexpr int kDefaultMinRows = 64;  // one 64-slot tile
 constexpr int kBulkGather = int(Gather::kBulk);
+// The 64-head kernel's only instance: v2_fused h64's ring (four 32-slot stages, a producer
+// warpgroup), loads into registers, wgmma.
+constexpr int kH64Heads = dsa_v2::h64::kCtaHeads;
+constexpr Pipe kH64Pipe{dsa_v2::h64::kStages, dsa_v2::h64::kProducers};
+constexpr int kH64Gather = int(Gather::kLdg);
+// The default takes h64 from this many T x heads: 64 heads from T = 16, 128 from T = 8. Measured
+// (H200, one call, against 16 heads per CTA): serving T = 16..256 faster at every T (64 heads
+// 27.6 / 43.1 / 76.4 / 138.5 / 272.7 us against 30.3 / 50.1 / 99.0 / 194.6 / 379.3; 128 heads
+// 42.2 / 74.4 / 136.2 / 269.3 / 520.6 against 48.9 / 98.6 / 194.7 / 377.4 / 743.9); the contest's
+// T = 6..8 rows slower at 64 heads (mean 13.76 against 12.18 us with h64 from T = 5) and even at
+// 128 heads (T = 8 rows 195 us summed against 200, T = 6-7 rows slower; a short row, contest-15,
+// 11.4 against 5.6 us): the producers' first stage and Q's 72 KB sit on a short row's path.
+constexpr int kH64MinTokenHeads = 1024;
+
+bool is_h64(const DsaTiling& t) { return t.cta_heads == kH64Heads; }
+DsaTiling h64_tiling(int splits, int min_rows) {
+  DsaTiling t{splits, min_rows, kH64Pipe.stages, 1, kH64Pipe.producers, kH64Gather, int(dsa_v2::Mma::kWgmma)};
+  t.cta_heads = kH64Heads;
+  return t;
+}
+// Its workspace: v2_fused's h64 layout (counters, partials, then each CTA's compacted slots).
+dsa_v2::h64::Layout h64_layout(const DsaProblem& p, const DsaTiling& t) {
+  return dsa_v2::h64::workspace_layout(dsa_ring::head_blocks(p), t.num_splits, p.num_tokens,
+                                       t.num_splits * dsa_ring::head_groups(p, kH64Heads), p.topk);
+}
 
 // Registers per thread of an instance: the compiled kernel's on a live device (read once per
 // instance), else the documented need.
 int registers_needed(const DsaTiling& t, Work work, const DeviceFacts& dev) {
-  if (!dev.live) return kDocumentedRegisters;
-  static std::array<std::atomic<int>, std::size(kFp8Pipes) * 4> known{};
+  const int documented = is_h64(t) ? dsa_v2::h64::kDocumentedRegisters : kDocumentedRegisters;
+  if (!dev.live) return documented;
+  static std::array<std::atomic<int>, std::size(kFp8Pipes) * 4 + 1> known{};
   size_t slot = 0;
-  while (kFp8Pipes[slot].stages != t.stages || kFp8Pipes[slot].producers != t.producers) ++slot;
-  slot = (slot * 2 + size_t(work)) * 2 + size_t(t.cluster);
+  if (is_h64(t)) {
+    slot = known.size() - 1;
+  } else {
+    while (kFp8Pipes[slot].stages != t.stages || kFp8Pipes[slot].producers != t.producers) ++slot;
+    slot = (slot * 2 + size_t(work)) * 2 + size_t(t.cluster);
+  }
   if (int regs = known[slot].load(std::memory_order_relaxed); regs > 0) return regs;
   cudaFuncAttributes attr;
-  if (kernel_attributes(Instance{Pipe{t.stages, t.producers}, work, t.cluster == 1}, &attr) != cudaSuccess ||
-      attr.numRegs <= 0) {
+  const cudaError_t e = is_h64(t) ? kernel_attributes_h64(&attr)
+                                  : kernel_attributes(Instance{Pipe{t.stages, t.producers}, work, t.cluster == 1}, &attr);
+  if (e != cudaSuccess || attr.numRegs <= 0) {
     cudaGetLastError();  // no image for this device: not sticky, and the documented need holds
-    return kDocumentedRegisters;
+    return documented;
   }
   known[slot].store(attr.numRegs, std::memory_order_relaxed);
   return attr.numRegs;
@@ -54,11 +88,25 @@ std::string compiled_pipes() {
 Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
   using dsa_ring::reject;
   if (t.merge_head_groups != 1) return reject(t, "v2_fp8 merges in the kernel: m must be 1; got " + std::to_string(t.merge_head_groups));
+  if (t.pool != 0) return reject(t, "b (pooled rows) must be 0: v2_fp8 keeps each token's CTAs; got " + std::to_string(t.pool));
+  if (is_h64(t)) {
+    if (work != Work::kDecode) return reject(t, "h must be 16 for the gather floor: it moves each row once");
+    if (t.stages != kH64Pipe.stages || t.producers != kH64Pipe.producers || t.gather != kH64Gather ||
+        t.mma != int(dsa_v2::Mma::kWgmma) || t.cluster != 0)
+      return reject(t, "h64 (64 heads per CTA, wgmma) is compiled with x4p4, g3 (loads into registers), w1 (wgmma) "
+                       "and c0 only");
+    if (dsa_v2::h64::kSmemBytes > size_t(dev.smem_per_block_optin))
+      return reject(t, "shared-memory plan " + format_kb(dsa_v2::h64::kSmemBytes) +
+                           " (Q 72 KB + P 8 KB + 4 bf16 stages x 36 KB) exceeds the " +
+                           format_kb(size_t(dev.smem_per_block_optin)) + " per-block limit of " + dev.describe());
+    const std::string short_of =
+        kernels::register_shortfall(dev, dsa_v2::h64::kThreads, kCtasPerSm, registers_needed(t, work, dev));
+    return short_of.empty() ? Status::ok() : reject(t, short_of);
+  }
   if (t.gather != kBulkGather)
     return reject(t, "g (gather) must be 1: each 656-byte row is one bulk copy; got " + std::to_string(t.gather));
   if (t.mma != int(dsa_v2::Mma::kSync)) return reject(t, "w (MMA path) must be 0 (mma.sync); got " + std::to_string(t.mma));
-  if (t.cta_heads != 16) return reject(t, "h (heads per CTA) must be 16; got " + std::to_string(t.cta_heads));
-  if (t.pool != 0) return reject(t, "b (pooled rows) must be 0: v2_fp8 keeps each token's CTAs; got " + std::to_string(t.pool));
+  if (t.cta_heads != 16) return reject(t, "h (heads per CTA) must be 16 or 64; got " + std::to_string(t.cta_heads));
   if (t.cluster != 0 && t.cluster != 1)
     return reject(t, "c (cluster merge) must be 0 (global memory) or 1 (cluster); got " + std::to_string(t.cluster));
   if (t.cluster == 1 && work != Work::kDecode) return reject(t, "c must be 0 for the gather floor: it merges nothing");
@@ -94,8 +142,9 @@ class V2Fp8 final : public DsaKernel {
     return work_ == Work::kDecode ? decode : floor;
   }
 
-  // v2_fused's space, and for the decode every split count of 2..8 also with the cluster merge.
-  std::vector<DsaTiling> search_space(const DsaProblem&) const override {
+  // v2_fused's space, and for the decode every split count of 2..8 also with the cluster merge;
+  // at 64 or 128 heads also the 64-head kernel at every split count.
+  std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
     std::vector<DsaTiling> out = dsa_ring::ring_search_space(dsa_v2::kMaxSplits, {kBulkGather},
                                                              {std::begin(kFp8Pipes), std::end(kFp8Pipes)});
     if (work_ != Work::kDecode) return out;
@@ -105,19 +154,30 @@ class V2Fp8 final : public DsaKernel {
         out.push_back(out[i]);
         out.back().cluster = 1;
       }
+    if (p.num_heads % kH64Heads == 0)
+      for (const DsaTiling& t : dsa_ring::ring_search_space(dsa_v2::kMaxSplits, {kH64Gather}, {kH64Pipe}))
+        out.push_back(h64_tiling(t.num_splits, t.block_n));
     return out;
   }
 
   // The split count v2_fused would take, merged through global memory: the cluster merge lost at
   // every size where it was measured (the devlog's step 7); the tuner may still choose it.
+  // At 64 or 128 heads from T x H >= kH64MinTokenHeads: the 64-head kernel (wgmma).
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows, groups(p)), kDefaultMinRows,
+    if (work_ == Work::kDecode && p.num_heads % kH64Heads == 0 && p.num_tokens * p.num_heads >= kH64MinTokenHeads)
+      return h64_tiling(dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows,
+                                                 dsa_ring::head_groups(p, kH64Heads)),
+                        kDefaultMinRows);
+    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows, work_ == Work::kDecode ? dsa_ring::head_groups(p) : 1), kDefaultMinRows,
                      kFp8DefaultPipe.stages, 1, kFp8DefaultPipe.producers, kBulkGather, int(dsa_v2::Mma::kSync)};
   }
 
   Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem(info().variant, p, kMaxTopk));
     MLAKIT_RETURN_IF_ERROR(check_instance(t, work_, dev));
+    if (p.num_heads % t.cta_heads != 0)
+      return dsa_ring::reject(t, "h (heads per CTA) must divide num_heads=" + std::to_string(p.num_heads) + "; got " +
+                                     std::to_string(t.cta_heads));
     if (t.cluster == 1 && (t.num_splits < 2 || t.num_splits > kMaxClusterSplits))
       return dsa_ring::reject(t, "c = 1 makes a row's " + std::to_string(t.num_splits) +
                                      " CTAs one thread-block cluster: 2.." + std::to_string(kMaxClusterSplits) +
@@ -126,10 +186,12 @@ class V2Fp8 final : public DsaKernel {
     // scheduled whole, and clusters never wait for each other.
     const bool global_merge = work_ == Work::kDecode && t.num_splits > 1 && t.cluster == 0;
     if (global_merge) MLAKIT_RETURN_IF_ERROR(dsa_ring::check_counted_blocks(p, t));
-    return dsa_ring::check_split(p, t, dev, dsa_v2::kMaxSplits, /*co_resident=*/global_merge, kCtasPerSm, groups(p));
+    return dsa_ring::check_split(p, t, dev, dsa_v2::kMaxSplits, /*co_resident=*/global_merge, kCtasPerSm,
+                                 groups(p, t));
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
+    if (is_h64(t)) return h64_layout(p, t).bytes;
     return work_ == Work::kDecode && t.cluster == 0
                ? dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes
                : 0;
@@ -137,12 +199,24 @@ class V2Fp8 final : public DsaKernel {
 
   std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
     char buf[512];
+    if (is_h64(t)) {
+      std::snprintf(buf, sizeof buf,
+                    "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s%s), 8 consumer warps (wgmma m64n32k16 "
+                    "(S) + m64n256k16 (O), 64 heads = M) + 4 producer warps (16-byte loads of the 656-byte rows, "
+                    "dequantized into bf16 stages in the 128-byte swizzle), %s shared memory (4 stages of 32 "
+                    "rows); workspace %s",
+                    info().key.c_str(), t.name().c_str(), t.num_splits * groups(p, t), p.num_tokens,
+                    dsa_ring::heads_note(p, kH64Heads).c_str(),
+                    t.num_splits > 1 ? ", cooperative: split rows merge in-kernel through global memory" : "",
+                    format_kb(dsa_v2::h64::kSmemBytes).c_str(), format_kb(workspace_bytes(p, t)).c_str());
+      return buf;
+    }
     std::snprintf(buf, sizeof buf,
                   "%s %s: one launch, grid %d x %d (CTAs per row x tokens%s%s), %d consumer warps (two warpgroups "
                   "on alternate tiles of the same heads) + %d producer warps, "
                   "%s shared memory (%d raw stages of %d x 656-byte rows), one bulk copy "
                   "per row, %s; workspace %s",
-                  info().key.c_str(), t.name().c_str(), t.num_splits * groups(p), p.num_tokens,
+                  info().key.c_str(), t.name().c_str(), t.num_splits * groups(p, t), p.num_tokens,
                   work_ == Work::kDecode ? dsa_ring::heads_note(p).c_str() : "",
                   t.num_splits <= 1 || work_ != Work::kDecode ? ""
                   : t.cluster == 1 ? ", clusters of a row's CTAs: split rows merge through distributed shared memory"
@@ -157,9 +231,19 @@ class V2Fp8 final : public DsaKernel {
                 cudaStream_t stream) const override {
     Params a{dsa_ring::ring_params<dsa_v2::Params>(p, t, x), p.page_size, page_shift_of(p.page_size)};
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
-    a.head_groups = groups(p);
-    const dsa_v2::WorkspaceLayout w = dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
+    a.head_groups = groups(p, t);
     auto* base = static_cast<char*>(workspace);
+    if (is_h64(t)) {
+      const dsa_v2::h64::Layout wide = h64_layout(p, t);
+      if (wide.base.bytes > 0) {
+        a.counters = reinterpret_cast<uint32_t*>(base + wide.base.counters);
+        a.part_ml = reinterpret_cast<float2*>(base + wide.base.part_ml);
+        a.part_o = reinterpret_cast<float*>(base + wide.base.part_o);
+      }
+      a.slots = reinterpret_cast<int32_t*>(base + wide.slots);
+      return cuda_status(launch_h64(a, stream), info().key + " launch");
+    }
+    const dsa_v2::WorkspaceLayout w = dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
     if (work_ == Work::kDecode && t.cluster == 0 && w.bytes > 0) {  // a cluster merges in shared memory
       a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
       a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
@@ -170,8 +254,11 @@ class V2Fp8 final : public DsaKernel {
   }
 
  private:
-  // CTAs per (row, split): one per 16 heads for the decode; the floor moves each row once.
-  int groups(const DsaProblem& p) const { return work_ == Work::kDecode ? dsa_ring::head_groups(p) : 1; }
+  // CTAs per (row, split): one per 16 heads (or 64 with h64) for the decode; the floor moves each
+  // row once.
+  int groups(const DsaProblem& p, const DsaTiling& t) const {
+    return work_ == Work::kDecode ? dsa_ring::head_groups(p, t.cta_heads) : 1;
+  }
 
   Work work_;
 };

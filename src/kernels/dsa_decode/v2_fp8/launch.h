@@ -22,4 +22,9 @@ cudaError_t launch(const Params& params, Instance instance, cudaStream_t stream)
 // Registers and local memory of an instance's kernel (validation and --explain).
 cudaError_t kernel_attributes(Instance instance, cudaFuncAttributes* attr);
 
+// The 64-heads-per-CTA kernel (h64.cuh, launch_h64.cu): one launch, cooperative when a row may be
+// split; params.slots is its workspace of compacted slots (v2_fused's h64 layout).
+cudaError_t launch_h64(const Params& params, cudaStream_t stream);
+cudaError_t kernel_attributes_h64(cudaFuncAttributes* attr);
+
 }  // namespace mlakit::dsa_v2_fp8

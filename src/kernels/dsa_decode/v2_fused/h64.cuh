@@ -264,10 +264,26 @@ __device__ inline void merge_cta(const Params& p, int block, int split, int spli
   }
 }
 
-// FewSplits: the twin for launches of 2-4 splits per row (devlog step 31), whose merge takes four
-// chunks per thread at a time.
-template <bool FewSplits = false>
-__global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_constant__ Params p) {
+// Where a 64-head CTA's rows come from: the kernel parameters, the first tiles' prefetch, the
+// producer warpgroup and the registers of each role after the split. This kernel's own: the bf16
+// caches by cp.async (produce above); v2_fp8's h64 reads the FP8 cache (v2_fp8/h64.cuh).
+struct Bf16Source {
+  using Params = dsa_v2::Params;
+  static constexpr int kProducerRegs = h64::kProducerRegs, kConsumerRegs = h64::kConsumerRegs;
+  __device__ static RowLinesBf16 lines(const Params& p) { return RowLinesBf16(p.io); }
+  __device__ static void produce(const Params& p, SmemPlan& s, const int32_t* slots, int count, int pw) {
+    h64::produce(p, s, slots, count, pw);
+  }
+};
+
+// One CTA of a 64-head kernel reading its rows from Source (the body of dsa_v2_h64_kernel and of
+// v2_fp8's). FewSplits: the twin for launches of 2-4 splits per row (devlog step 31), whose merge
+// takes four chunks per thread at a time.
+template <bool FewSplits, class Source>
+__device__ __forceinline__ void run_cta(const typename Source::Params& p) {
+  static_assert(Source::kProducerRegs * kProducers * 32 + Source::kConsumerRegs * kWgs * kConsumerThreads <=
+                    kThreads * 168,
+                "setmaxnreg redistributes the CTA's launch allocation");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& s = rows64::plan_at<SmemPlan>(smem_raw);
   const int split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
@@ -281,9 +297,9 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   int32_t entries[kIdxPerThread];
   load_entries<kIdxPerThread>(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, entries);
   // Its first tiles' rows, prefetched once the row's plan says it is split (row_slice.cuh).
-  const FirstTiles<kThreads, RowLinesBf16> first_tiles(p.io.sparse_indices + t * p.io.indices_stride_t, p.topk,
-                                                       p.num_slots, split, p.max_splits, p.min_rows, group,
-                                                       p.head_groups, RowLinesBf16(p.io));
+  const FirstTiles<kThreads, decltype(Source::lines(p))> first_tiles(
+      p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, split, p.max_splits, p.min_rows, group,
+      p.head_groups, Source::lines(p));
   if (threadIdx.x == 0) {
     for (auto& b : s.full) mbar_init(&b, kWarpsPerStage * 32);  // every lane of the stage's warps
     for (auto& b : s.empty) mbar_init(&b, kWgs * kConsumerThreads);
@@ -310,11 +326,11 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
     return;
   }
   if (producer) {  // the producer warpgroup leaves once its copies are issued (consumers wait for them)
-    set_max_registers<kProducerRegs, false>();
-    produce(p, s, slots, rs.count, pw);
+    set_max_registers<Source::kProducerRegs, false>();
+    Source::produce(p, s, slots, rs.count, pw);
     return;
   }
-  set_max_registers<kConsumerRegs, true>();
+  set_max_registers<Source::kConsumerRegs, true>();
   {
     Rows st;
     float o[128] = {};
@@ -339,6 +355,12 @@ __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_co
   MLAKIT_STAMP(threadIdx.x == 0, kMerged);
   leave_row(counters, rs.splits, left_before);
   MLAKIT_STAMP_STOP(threadIdx.x == 0);
+}
+
+
+template <bool FewSplits = false>
+__global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_constant__ Params p) {
+  run_cta<FewSplits, Bf16Source>(p);
 }
 
 }  // namespace mlakit::dsa_v2::h64
