@@ -80,9 +80,11 @@ struct DsaTiling {
   int merge_head_groups = 4;  // v1: CTAs per token in the LSE-merge kernel; v2 merges in-kernel: 1
   // Single-launch kernels (v2_fused, the gather floor); the name leaves a field out at its default.
   int producers = 1;  // p: warps that gather rows
-  int gather = 0;     // g: 0 bulk ckv + cp.async kpe, 1 bulk both, 2 cp.async, 3 register loads (floor)
+  int gather = 0;     // g: 0 bulk ckv + cp.async kpe, 1 bulk both, 2 cp.async, 3 register loads (the
+                      // floor; v2_fp8 h64: rows loaded into registers, dequantized into bf16 stages)
   int mma = 0;        // w: 0 mma.sync m16n8k16 (heads = M), 1 wgmma m64n16k16 (heads = N)
-  int cta_heads = 16;  // h: heads per CTA (v2_fused: 16, or 32 as two consumer warpgroups on each tile)
+  int cta_heads = 16;  // h: heads per CTA (v2_fused: 16, 32 as two consumer warpgroups on each tile, or
+                       // 64 with wgmma, heads = M; v2_fp8: 16 or 64)
   // c: how a split row's partials meet (v2_fp8): 0 through global memory (a workspace, arrival
   // counters, a cooperative launch); 1 the row's CTAs form one thread-block cluster and merge
   // through distributed shared memory (no workspace; 2..8 splits).
@@ -93,7 +95,7 @@ struct DsaTiling {
   int pool = 0;
 
   // Stable short form: "s16n64x2m4", "s8n64x4m1p2", "s8n64x4m1p2g1w1", "s2n64x4m1p1h32",
-  // "s8n64x8m1p4g1c1", "s8n64x4m1p2b1".
+  // "s8n64x8m1p4g1c1", "s8n64x4m1p2b1", "s1n64x4m1p4g3w1h64".
   std::string name() const;
   static Status parse(const std::string& name, DsaTiling* out);
   bool operator==(const DsaTiling&) const = default;
