@@ -11,8 +11,9 @@
 //   bf16.
 //   Why not bulk copies into a raw ring as the 16-head kernel: Q (72 KB), P (8 KB) and the four
 //   bf16 stages (144 KB) leave 0.9 KB of shared memory, so the bytes in flight are the producers'
-//   registers: a stage ahead, four rows of 84 bytes per lane (48 KB per SM with both warp pairs).
-//   What bounds it (devlog step 18): the conversion after each release of a tile slot.
+//   registers: a stage ahead, four rows of 84 bytes per lane (43 KB per SM with both warp pairs).
+//   What bounds it (devlog step 18): the loads' round trip on the producers' loop (26-30 % of the
+//   time at T = 128) and the conversion (12-13 %); without both it runs at bf16 h64's pace.
 // Devlog: docs/kernels/dsa_decode_v2_fp8.md, step 18.
 #pragma once
 
@@ -29,10 +30,9 @@ using dsa_v2::h64::kStages;
 using dsa_v2::h64::num_stages_of;
 using dsa_v2::h64::SmemPlan;
 
-// The roles' registers after the split (setmaxnreg): the producers hold two rows' loads (48
-// registers per lane) beside their addresses and the dequantized chunks: 72 spilled 76 bytes,
-// 88 nothing, and the consumers compile into 208 without spills. 128 x 88 + 256 x 208 = 64,512,
-// the launch allocation.
+// The roles' registers after the split (setmaxnreg): the producers hold a stage's four rows per lane
+// (84 registers of loads) and the next stage's slots beside the conversion; the consumers compile
+// into 192 without spills (184 spills). 128 x 120 + 256 x 192 = 64,512, the launch allocation.
 constexpr int kProducerRegs = 120, kConsumerRegs = 192;
 
 // 16 bytes from global memory into registers, not kept in L1. No L2 eviction hint: at 128 heads
@@ -115,15 +115,17 @@ __device__ __forceinline__ void store_share(uint8_t* stage, int r, int c, const 
 // Producer warp `pw` of kProducers, v2_fused h64's split of the ring: warp pair pw / 2 fills every
 // other stage, and within a stage lane group grp = 4 (pw % 2) + lane / 8 (of eight) the four rows
 // 4 grp .. 4 grp + 3 (their slots one 16-byte load, a stage ahead of the rows). A lane holds its
-// four rows of a stage in registers (96 bytes each): they are requested once the warp pair's
-// previous stage is handed over, so they fly while the consumers still hold the stage's buffer. A stage ends with the proxy
-// fence (wgmma reads what the stores wrote) and every lane's arrival on the full barrier, before
-// the next stage's loads: the arrival releases, and a release waits for the loads in flight.
+// four rows of a stage in registers (84 bytes each): they are requested once the warp pair's
+// previous stage is handed over, so they fly while the consumers still hold the stage's buffer. A
+// stage ends with the proxy fence (wgmma reads what the stores wrote) and every lane's arrival on
+// the full barrier, before the next stage's loads: the arrival releases, and a release waits for
+// the loads in flight.
 // Rows past `count` are zeros; a tile B wholly past it is not written (its consumers skip it).
 constexpr int kWarpsPerStage = 2;
 constexpr int kWarpSets = kProducers / kWarpsPerStage;
 constexpr int kRowsPerLane = kStageRows / kWarpsPerStage / 4;  // 4
 static_assert(kStages % kWarpSets == 0 && kRowsPerLane == 4, "a warp pair takes whole stages; four slots per load");
+static_assert(kWarpsPerStage == dsa_v2::h64::kWarpsPerStage, "run_cta's full barriers count 32 x kWarpsPerStage lanes");
 __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slots, int count, int pw) {
   const auto* cache = static_cast<const uint8_t*>(p.io.kv_cache);
   const int lane = threadIdx.x % 32, c = lane % 8;
@@ -168,7 +170,7 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
     }
     uint8_t* stage = rows64::seesaw_stage(&s.ring[0][0], b);
     // The rows' chunk offsets are recomputed in every stage (a few integer operations): hoisted
-    // out of the loop, ptxas kept them in local memory beside the 96 registers of loads.
+    // out of the loop, ptxas kept them in local memory beside the 84 registers of loads.
     int r = row0;
     asm volatile("" : "+r"(r));
 #pragma unroll

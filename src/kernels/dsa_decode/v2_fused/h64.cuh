@@ -265,8 +265,9 @@ __device__ inline void merge_cta(const Params& p, int block, int split, int spli
 }
 
 // Where a 64-head CTA's rows come from: the kernel parameters, the first tiles' prefetch, the
-// producer warpgroup and the registers of each role after the split. This kernel's own: the bf16
-// caches by cp.async (produce above); v2_fp8's h64 reads the FP8 cache (v2_fp8/h64.cuh).
+// producer warpgroup (kWarpsPerStage warps per stage, each lane arriving once on the stage's full
+// barrier) and the registers of each role after the split. This kernel's own: the bf16 caches by
+// cp.async (produce above); v2_fp8's h64 reads the FP8 cache (v2_fp8/h64.cuh).
 struct Bf16Source {
   using Params = dsa_v2::Params;
   static constexpr int kProducerRegs = h64::kProducerRegs, kConsumerRegs = h64::kConsumerRegs;
@@ -282,8 +283,8 @@ struct Bf16Source {
 template <bool FewSplits, class Source>
 __device__ __forceinline__ void run_cta(const typename Source::Params& p) {
   static_assert(Source::kProducerRegs * kProducers * 32 + Source::kConsumerRegs * kWgs * kConsumerThreads <=
-                    kThreads * 168,
-                "setmaxnreg redistributes the CTA's launch allocation");
+                    kThreads * (65536 / kThreads / 8 * 8),
+                "setmaxnreg redistributes the CTA's launch allocation (168 registers per thread)");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& s = rows64::plan_at<SmemPlan>(smem_raw);
   const int split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
@@ -356,7 +357,6 @@ __device__ __forceinline__ void run_cta(const typename Source::Params& p) {
   leave_row(counters, rs.splits, left_before);
   MLAKIT_STAMP_STOP(threadIdx.x == 0);
 }
-
 
 template <bool FewSplits = false>
 __global__ void __launch_bounds__(kThreads, 1) dsa_v2_h64_kernel(const __grid_constant__ Params p) {
