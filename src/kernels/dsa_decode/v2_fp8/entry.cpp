@@ -39,7 +39,9 @@ constexpr int kH64Gather = int(Gather::kLdg);
 // 42.2 / 74.4 / 136.2 / 269.3 / 520.6 against 48.9 / 98.6 / 194.7 / 377.4 / 743.9); the contest's
 // T = 6..8 rows slower at 64 heads (mean 13.76 against 12.18 us with h64 from T = 5) and even at
 // 128 heads (T = 8 rows 195 us summed against 200, T = 6-7 rows slower; a short row, contest-15,
-// 11.4 against 5.6 us): the producers' first stage and Q's 72 KB sit on a short row's path.
+// 11.4 against 5.6 us): the producers' first stage and Q's 72 KB sit on a short row's path. A batch
+// of short rows only loses ~5.3 us at any T (all rows 200 valid: 16.6-16.9 against 11.3-11.5 us);
+// long rows gain 3 us at T x H = 1024, 6 at 2048 (devlog step 18, "Where h64 starts").
 constexpr int kH64MinTokenHeads = 1024;
 
 bool is_h64(const DsaTiling& t) { return t.cta_heads == kH64Heads; }
