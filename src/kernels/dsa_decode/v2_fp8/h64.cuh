@@ -90,26 +90,36 @@ __device__ __forceinline__ void load_share(RowShare& x, const uint8_t* row, int 
 }
 // Row r of a stage (0..31) from a lane's share into the swizzle (rows64::chunk_offset): latent run m
 // is the 16 dims 128 m + 16 c: chunks 2 (c % 4) and 2 (c % 4) + 1 of 64-dim block 2 m + c / 4; the
-// rope chunk c of block 8. An invalid row (past the CTA's slots) is zeros. Called by the whole
-// warp (the scales go round the row's lane group).
+// rope chunk c of block 8. An invalid row (past the CTA's slots) is zeros, converted from nothing
+// (a one-tile CTA's second stage is all such rows). Called by the whole warp (the scales go round
+// the row's lane group first; a group's eight lanes share their row and its validity).
 __device__ __forceinline__ void store_share(uint8_t* stage, int r, int c, const RowShare& x, bool valid) {
   const int group = threadIdx.x % 32 & ~7;
+  float scale[dsa_fp8::kNumScales];
 #pragma unroll
-  for (int m = 0; m < dsa_fp8::kNumScales; ++m) {
-    const float scale = __uint_as_float(__shfl_sync(0xffffffffu, x.scale, group + m));
-    const uint32_t w[4] = {x.latent[m].x, x.latent[m].y, x.latent[m].z, x.latent[m].w};
-    uint32_t d[8];
+  for (int m = 0; m < dsa_fp8::kNumScales; ++m) scale[m] = __uint_as_float(__shfl_sync(0xffffffffu, x.scale, group + m));
+  const auto put = [&](int m, const uint4& lo, const uint4& hi) {
+    uint8_t* dst = stage + (2 * m + c / 4) * rows64::kTileBlockBytes;
+    *reinterpret_cast<uint4*>(dst + rows64::chunk_offset(r, 2 * (c % 4), 0)) = lo;
+    *reinterpret_cast<uint4*>(dst + rows64::chunk_offset(r, 2 * (c % 4) + 1, 0)) = hi;
+  };
+  uint8_t* rope = stage + (rows64::kBlocks - 1) * rows64::kTileBlockBytes + rows64::chunk_offset(r, c, 0);
+  if (valid) {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) dequantize_word(w[k], scale, d[2 * k], d[2 * k + 1]);
-    const int block = 2 * m + c / 4, chunk = 2 * (c % 4);
-    uint8_t* dst = stage + block * rows64::kTileBlockBytes;
-    const uint4 lo = valid ? make_uint4(d[0], d[1], d[2], d[3]) : make_uint4(0, 0, 0, 0);
-    const uint4 hi = valid ? make_uint4(d[4], d[5], d[6], d[7]) : make_uint4(0, 0, 0, 0);
-    *reinterpret_cast<uint4*>(dst + rows64::chunk_offset(r, chunk, 0)) = lo;
-    *reinterpret_cast<uint4*>(dst + rows64::chunk_offset(r, chunk + 1, 0)) = hi;
+    for (int m = 0; m < dsa_fp8::kNumScales; ++m) {
+      const uint32_t w[4] = {x.latent[m].x, x.latent[m].y, x.latent[m].z, x.latent[m].w};
+      uint32_t d[8];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) dequantize_word(w[k], scale[m], d[2 * k], d[2 * k + 1]);
+      put(m, make_uint4(d[0], d[1], d[2], d[3]), make_uint4(d[4], d[5], d[6], d[7]));
+    }
+    *reinterpret_cast<uint4*>(rope) = x.rope;
+  } else {
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int m = 0; m < dsa_fp8::kNumScales; ++m) put(m, zero, zero);
+    *reinterpret_cast<uint4*>(rope) = zero;
   }
-  *reinterpret_cast<uint4*>(stage + (rows64::kBlocks - 1) * rows64::kTileBlockBytes + rows64::chunk_offset(r, c, 0)) =
-      valid ? x.rope : make_uint4(0, 0, 0, 0);
 }
 
 // Producer warp `pw` of kProducers, v2_fused h64's split of the ring: warp pair pw / 2 fills every
