@@ -71,8 +71,8 @@ int registers_needed(const DsaTiling& t, Work work, const DeviceFacts& dev) {
   }
   if (int regs = known[slot].load(std::memory_order_relaxed); regs > 0) return regs;
   cudaFuncAttributes attr;
-  const cudaError_t e = is_h64(t) ? kernel_attributes_h64(&attr)
-                                  : kernel_attributes(Instance{Pipe{t.stages, t.producers}, work, t.cluster == 1}, &attr);
+  const Instance instance{Pipe{t.stages, t.producers}, work, t.cluster == 1};
+  const cudaError_t e = is_h64(t) ? kernel_attributes_h64(&attr) : kernel_attributes(instance, &attr);
   if (e != cudaSuccess || attr.numRegs <= 0) {
     cudaGetLastError();  // no image for this device: not sticky, and the documented need holds
     return documented;
@@ -170,7 +170,8 @@ class V2Fp8 final : public DsaKernel {
       return h64_tiling(dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows,
                                                  dsa_ring::head_groups(p, kH64Heads)),
                         kDefaultMinRows);
-    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows, work_ == Work::kDecode ? dsa_ring::head_groups(p) : 1), kDefaultMinRows,
+    const int groups = work_ == Work::kDecode ? dsa_ring::head_groups(p) : 1;
+    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows, groups), kDefaultMinRows,
                      kFp8DefaultPipe.stages, 1, kFp8DefaultPipe.producers, kBulkGather, int(dsa_v2::Mma::kSync)};
   }
 

@@ -97,7 +97,8 @@ __device__ __forceinline__ void store_share(uint8_t* stage, int r, int c, const 
   const int group = threadIdx.x % 32 & ~7;
   float scale[dsa_fp8::kNumScales];
 #pragma unroll
-  for (int m = 0; m < dsa_fp8::kNumScales; ++m) scale[m] = __uint_as_float(__shfl_sync(0xffffffffu, x.scale, group + m));
+  for (int m = 0; m < dsa_fp8::kNumScales; ++m)
+    scale[m] = __uint_as_float(__shfl_sync(0xffffffffu, x.scale, group + m));
   const auto put = [&](int m, const uint4& lo, const uint4& hi) {
     uint8_t* dst = stage + (2 * m + c / 4) * rows64::kTileBlockBytes;
     *reinterpret_cast<uint4*>(dst + rows64::chunk_offset(r, 2 * (c % 4), 0)) = lo;
