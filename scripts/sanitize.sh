@@ -114,6 +114,8 @@ shapes=(
   "$FP8 --kv fp8 --t 1 --topk 1024 --num-pages 64 --heads 64 --tiling s1n64x4m1p4g3w1h64"
   "$FP8 --kv fp8 --t 2 --topk 256 --num-pages 64 --valid 0 --heads 128 --tiling s2n64x4m1p4g3w1h64"
   "$FP8 --kv fp8 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --heads 64 --tiling s2n32x4m1p4g3w1h64"
+  # a top-k that is no multiple of 4: the producers' slots one by one (the CTAs' arrays unaligned)
+  "$FP8 --kv fp8 --t 2 --topk 510 --num-pages 64 --valid 300 --heads 64 --tiling s4n32x4m1p4g3w1h64"
   # ... and inside clusters of a row's CTAs (distributed shared memory; idle CTAs of a cluster exit
   # first; four head groups: one cluster each)
   "$FP8 --kv fp8 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s8n32x8m1p4g1c1"

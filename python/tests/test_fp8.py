@@ -740,6 +740,24 @@ def test_many_tokens_and_heads_take_64_heads_per_cta(torch, gpu, tokens, heads):
     assert torch.equal(again[0], out) and torch.equal(again[1], lse)
 
 
+@pytest.mark.parametrize("topk", [1023, 1022])
+def test_64_heads_per_cta_with_a_topk_that_is_no_multiple_of_4(torch, gpu, topk):
+    """The 64-head producers read four slots in one 16-byte load where a CTA's slot array is
+    aligned; a top-k that is no multiple of 4 leaves it unaligned, and they read one by one. (Index
+    rows must start 16 bytes apart: a view of the first `topk` columns of a 1024-wide tensor.)"""
+    tokens, heads = 16, 64
+    assert mlakit.plan_info(tokens, 64, topk=topk, device=gpu.index, num_heads=heads,
+                            kv="fp8")["tiling"].endswith("h64")
+    valid = [topk, topk - 5, 1, 0] * (tokens // 4)
+    q_nope, q_pe, ckv, kpe, wide = make_inputs(torch, tokens, topk=1024, device=gpu, seed=topk,
+                                               heads=heads, valid=valid)
+    idx = wide[:, :topk]
+    assert idx.stride(0) == 1024
+    kv = mlakit.quantize_dsa_fp8(ckv, kpe)
+    out, lse = attend(torch, q_nope, q_pe, kv, idx, gpu)
+    check(torch, q_nope, q_pe, kv, idx, out, lse)
+
+
 def test_padding_anywhere_repeats_and_invalid_indices(torch, gpu):
     q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, 4, device=gpu, seed=30)
     mark_index_edge_cases(idx, num_slots=ckv.shape[0] * ckv.shape[1])
