@@ -14,6 +14,8 @@
 //   registers: a stage ahead, four rows of 84 bytes per lane (43 KB per SM with both warp pairs).
 //   What bounds it (devlog step 18): the loads' round trip on the producers' loop (26-30 % of the
 //   time at T = 128) and the conversion (12-13 %); without both it runs at bf16 h64's pace.
+//   Diagnosis build MLAKIT_RING_DIAG_MATH_ALONE (build/mlakit-math-alone; outputs not valid): every
+//   row loaded from slot 0's, in L1 (the devlog's `noload`).
 // Devlog: docs/kernels/dsa_decode_v2_fp8.md, step 18.
 #pragma once
 
@@ -36,10 +38,15 @@ using dsa_v2::h64::SmemPlan;
 constexpr int kProducerRegs = 120, kConsumerRegs = 192;
 
 // 16 bytes from global memory into registers, not kept in L1. No L2 eviction hint: at 128 heads
-// the second head group's CTAs read the same rows.
+// the second head group's CTAs read the same rows. (Diagnosis build math-alone: kept in L1, where
+// every load finds the one row they all read, produce().)
 __device__ __forceinline__ uint4 load_16(const void* src) {
   uint4 v;
+#if defined(MLAKIT_RING_DIAG_MATH_ALONE)
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+#else
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+#endif
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(src));
   return v;
@@ -164,7 +171,11 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
     const int32_t slot[4] = {sl.x, sl.y, sl.z, sl.w};
 #pragma unroll
     for (int u = 0; u < kRowsPerLane; ++u)
+#if defined(MLAKIT_RING_DIAG_MATH_ALONE)  // every row slot 0's, from L1; conversion and stores as usual
+      if (valid(u, i)) load_share(x[u], cache + 0 * slot[u], c);
+#else
       if (valid(u, i)) load_share(x[u], raw_row(cache, p.io.kv_stride_page, p.page_size, p.page_shift, slot[u]), c);
+#endif
   };
   // The slots are read a stage before their rows: their round trip to L2 queues behind the rows'
   // loads (waiting for them took a third of the producers' time, ncu).
