@@ -22,6 +22,7 @@
 #include "kernels/dsa_decode/v2_fp8/launch.h"
 #include "kernels/dsa_decode/v2_fp8/traits.h"
 #include "kernels/dsa_decode/v2_fused/h64_traits.h"
+#include "kernels/dsa_decode/v2_fused/h64_workspace.h"
 
 namespace mlakit::dsa_v2_fp8 {
 namespace {
@@ -49,11 +50,6 @@ DsaTiling h64_tiling(int splits, int min_rows) {
   DsaTiling t{splits, min_rows, kH64Pipe.stages, 1, kH64Pipe.producers, kH64Gather, int(dsa_v2::Mma::kWgmma)};
   t.cta_heads = kH64Heads;
   return t;
-}
-// Its workspace: v2_fused's h64 layout (counters, partials, then each CTA's compacted slots).
-dsa_v2::h64::Layout h64_layout(const DsaProblem& p, const DsaTiling& t) {
-  return dsa_v2::h64::workspace_layout(dsa_ring::head_blocks(p), t.num_splits, p.num_tokens,
-                                       t.num_splits * dsa_ring::head_groups(p, kH64Heads), p.topk);
 }
 
 // Registers per thread of an instance: the compiled kernel's on a live device (read once per
@@ -194,7 +190,7 @@ class V2Fp8 final : public DsaKernel {
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
-    if (is_h64(t)) return h64_layout(p, t).bytes;
+    if (is_h64(t)) return dsa_v2::h64::workspace_layout(p, t.num_splits).bytes;  // v2_fused's h64 layout
     return work_ == Work::kDecode && t.cluster == 0
                ? dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes
                : 0;
@@ -235,17 +231,11 @@ class V2Fp8 final : public DsaKernel {
     Params a{dsa_ring::ring_params<dsa_v2::Params>(p, t, x), p.page_size, page_shift_of(p.page_size)};
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     a.head_groups = groups(p, t);
-    auto* base = static_cast<char*>(workspace);
     if (is_h64(t)) {
-      const dsa_v2::h64::Layout wide = h64_layout(p, t);
-      if (wide.base.bytes > 0) {
-        a.counters = reinterpret_cast<uint32_t*>(base + wide.base.counters);
-        a.part_ml = reinterpret_cast<float2*>(base + wide.base.part_ml);
-        a.part_o = reinterpret_cast<float*>(base + wide.base.part_o);
-      }
-      a.slots = reinterpret_cast<int32_t*>(base + wide.slots);
+      dsa_v2::h64::point_into(a, dsa_v2::h64::workspace_layout(p, t.num_splits), workspace);
       return cuda_status(launch_h64(a, stream), info().key + " launch");
     }
+    auto* base = static_cast<char*>(workspace);
     const dsa_v2::WorkspaceLayout w = dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
     if (work_ == Work::kDecode && t.cluster == 0 && w.bytes > 0) {  // a cluster merges in shared memory
       a.counters = reinterpret_cast<uint32_t*>(base + w.counters);

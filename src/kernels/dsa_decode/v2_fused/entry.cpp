@@ -19,6 +19,7 @@
 #include "kernels/common/resources.h"
 #include "kernels/dsa_decode/common/ring_plan.h"
 #include "kernels/dsa_decode/v2_fused/h64_traits.h"
+#include "kernels/dsa_decode/v2_fused/h64_workspace.h"
 #include "kernels/dsa_decode/v2_fused/launch.h"
 #include "kernels/dsa_decode/v2_fused/traits.h"
 
@@ -158,12 +159,6 @@ bool can_pool(const DsaProblem& p, DsaTiling t) {
   return is_pooled_instance(instance_of(t)) && check_pool(p, t).is_ok();
 }
 
-// The h64 kernel's workspace: v2_fused's, then every CTA's compacted slots.
-h64::Layout h64_layout(const DsaProblem& p, const DsaTiling& t) {
-  return h64::workspace_layout(dsa_ring::head_blocks(p), t.num_splits, p.num_tokens,
-                               t.num_splits * dsa_ring::head_groups(p, t.cta_heads), p.topk);
-}
-
 class V2Fused final : public DsaKernel {
  public:
   const KernelInfo& info() const override {
@@ -237,7 +232,7 @@ class V2Fused final : public DsaKernel {
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
-    if (t.cta_heads == h64::kCtaHeads) return h64_layout(p, t).bytes;
+    if (t.cta_heads == h64::kCtaHeads) return h64::workspace_layout(p, t.num_splits).bytes;
     return workspace_layout(dsa_ring::head_blocks(p), t.num_splits, t.pool == 1).bytes;
   }
 
@@ -275,13 +270,12 @@ class V2Fused final : public DsaKernel {
     Params a = dsa_ring::ring_params<Params>(p, t, x);
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     a.head_groups = dsa_ring::head_groups(p, t.cta_heads);
-    auto* base = static_cast<char*>(workspace);
-    WorkspaceLayout w = workspace_layout(dsa_ring::head_blocks(p), t.num_splits, t.pool == 1);
     if (t.cta_heads == h64::kCtaHeads) {
-      const h64::Layout wide = h64_layout(p, t);
-      w = wide.base;
-      a.slots = reinterpret_cast<int32_t*>(base + wide.slots);
+      h64::point_into(a, h64::workspace_layout(p, t.num_splits), workspace);
+      return cuda_status(dsa_v2::launch(a, instance_of(t), stream), info().key + " launch");
     }
+    auto* base = static_cast<char*>(workspace);
+    const WorkspaceLayout w = workspace_layout(dsa_ring::head_blocks(p), t.num_splits, t.pool == 1);
     if (w.bytes > 0) {
       a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
       a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
