@@ -40,8 +40,10 @@ enum Slot : int {
   kLastPv = 18,       // consumers, last tile: P V done
   kRowSums = 19,      // consumers: the row sums reduced
   kFillStart = 20,    // producer, first stage: its empty slot waited for
-  kFillCopied = 21,   // producer, first stage: its rope rows issued (every copy out)
-  kFillBulk = 22,     // producer, first stage: its bulk copies issued
+  kFillCopied = 21,   // producer, first stage: its rope rows issued (every copy out); v2_fp8 h64:
+                      // its rows converted and stored
+  kFillBulk = 22,     // producer, first stage: its bulk copies issued; v2_fp8 h64: its rows'
+                      // loads issued (before fill_start: they fly while the buffer is waited for)
   kMergeLoaded = 23,  // split rows: thread 0's first batch of partials loaded and folded (dsa);
                       // every piece of the CTA's last split item arrived (mla)
   kCombined = 24,     // consumers of two warpgroups on one row (v2_fp8): warpgroup 1's state folded in

@@ -166,21 +166,25 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
       if (at + u < count) (&sl.x)[u] = slots[at + u];
     return sl;
   };
-  // The lane's rows of stage i into x, from their slots `sl`.
+  // The lane's rows of stage i into x, from their slots `sl` (0 past `count`: a row's address is
+  // formed whether or not it is loaded, outside the validity branch).
   const auto load_rows = [&](int i, const int4& sl) {
     const int32_t slot[4] = {sl.x, sl.y, sl.z, sl.w};
 #pragma unroll
-    for (int u = 0; u < kRowsPerLane; ++u)
+    for (int u = 0; u < kRowsPerLane; ++u) {
 #if defined(MLAKIT_RING_DIAG_MATH_ALONE)  // every row slot 0's, from L1; conversion and stores as usual
-      if (valid(u, i)) load_share(x[u], cache + 0 * slot[u], c);
+      const uint8_t* row = cache + 0 * slot[u];
 #else
-      if (valid(u, i)) load_share(x[u], raw_row(cache, p.io.kv_stride_page, p.page_size, p.page_shift, slot[u]), c);
+      const uint8_t* row = raw_row(cache, p.io.kv_stride_page, p.page_size, p.page_shift, slot[u]);
 #endif
+      if (valid(u, i)) load_share(x[u], row, c);
+    }
   };
   // The slots are read a stage before their rows: their round trip to L2 queues behind the rows'
   // loads (waiting for them took a third of the producers' time, ncu).
   int i = pw / kWarpsPerStage;
   if (i < num_stages) load_rows(i, load_slots(i));
+  MLAKIT_STAMP(i == 0 && pw == 0 && lane == 0, kFillBulk);  // phase timeline: the first stage's loads issued
   int4 next = load_slots(i + kWarpSets);  // the slots of the warp pair's next stage
   for (; i < num_stages; i += kWarpSets) {
     const int b = i % kStages;
@@ -197,6 +201,7 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
     asm volatile("" : "+r"(r));
 #pragma unroll
     for (int u = 0; u < kRowsPerLane; ++u) store_share(stage, r + u, c, x[u], valid(u, i));
+    MLAKIT_STAMP(i == 0 && pw == 0 && lane == 0, kFillCopied);  // its rows converted and stored
     fence_async_smem();  // the stores are read by wgmma (the async proxy)
     mbar_arrive(&s.full[b]);
     MLAKIT_STAMP(i == 0 && pw == 0 && lane == 0, kIssued);
