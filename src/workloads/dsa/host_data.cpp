@@ -37,13 +37,19 @@ void set_tile_amax(uint16_t* tile, float amax, int at) {
 //   9: tile t amax 1.75 = 448 * 2^-8 (scale exactly 2^-8, that value becomes code 448)
 //  11: tile t amax 1.7578125, the next bf16 (scale 2^-7)
 //  13, one slot in 64 (s % 64 == 13): |tile t| * 2^6 (amax about 256: scale 1 or 2)
-// and randn elsewhere. kpe stays randn. The large tiles are all positive: about 32 of them share
-// tile 0 in a row of 2048, and with mixed signs their terms of the output (~100 each) could cancel
-// to ~1, where the bf16 rounding of P that every kernel does (2^-9 of each term) exceeds the
-// contest rule; seen at 128 heads (more outputs per row), never a kernel fault.
+// and randn elsewhere. kpe stays randn. Tile 0 (dims 0-127), where every large tile falls (s % 64
+// == 13 gives t = 0), is |x| in every slot: about 32 large tiles share it in a row of 2048, and
+// terms of opposite sign there (~100 against ~1) can cancel to an output far below the terms.
+// The bf16 roundings a kernel may make, of P (2^-9 of each term) and of a split's partial output
+// (2^-9 of the split's average; docs/dsa-contract.md, "Precision"), then exceed the contest rule's
+// 1e-2: seen at 128 heads with mixed-sign large tiles, and with positive large tiles among randn
+// ones on a 4-split tiling (v2_fp8, seed 3474400492599127502: 0.5156 against 0.5273). With one
+// sign per dim no split average opposes another, the merged value bounds every term's share, and
+// those roundings stay under 1e-2 of the value.
 void bend_fp8_tiles(int64_t num_slots, int ckv_dims, uint16_t* ckv) {
   for (int64_t s = 0; s < num_slots; ++s) {
     uint16_t* row = ckv + s * ckv_dims;
+    for (int d = 0; d < kTile; ++d) row[d] &= 0x7fff;  // tile 0: one sign
     uint16_t* tile = row + int((s / 16) % (ckv_dims / kTile)) * kTile;
     switch (s % 16) {
       case 1: std::fill(tile, tile + kTile, uint16_t(0x0000)); break;
