@@ -61,12 +61,30 @@ PHASES_MLA = [
     ("stage1", "sliced", "issued"),           # the CTA's second ring stage requested
 ]
 
+# dsa_decode.v2_fp8.h64: its producers load the first stage's rows into registers before their
+# first empty wait (fill_bulk), then convert and store them (fill_copied) and arrive (issued).
+PHASES_FP8_H64 = [
+    ("slice", "start", "sliced"),             # index row loaded and compacted
+    ("loads", "sliced", "fill_bulk"),         # producer: the first stage's slots read, its loads issued
+    ("to_fill", "fill_bulk", "fill_start"),   # producer: until its first stage's buffer is free
+    ("convert", "fill_start", "fill_copied"),  # producer: the rows' round trip, converted and stored
+    ("post", "fill_copied", "issued"),        # producer: proxy fence and arrival
+    ("land", "issued", "first_tile"),         # consumers: the first tile seen after that
+    ("tiles", "first_tile", "last_tile"),     # from the first tile to the last one
+    ("sums", "last_pv", "row_sums"),          # row sums over the warpgroups
+    ("store", "row_sums", "stored"),          # output or partial out
+    ("meet", "stored", "met"),                # split rows: until every CTA of the row is out
+    ("merge", "met", "merged"),               # split rows: this CTA's share of the merge
+]
+
 # Slots --when does not convert: values, and the start and stop it reads from %globaltimer.
 NOT_CLOCK_STAMPS = {"count", "sm", "start_ns", "stop_ns", "start", "stop"}
 
 
 def phases_of(launch):
-    return PHASES_MLA if launch["kernel"].startswith("mla_decode") else PHASES
+    if launch["kernel"].startswith("mla_decode"):
+        return PHASES_MLA
+    return PHASES_FP8_H64 if launch["kernel"] == "dsa_decode.v2_fp8.h64" else PHASES
 
 
 def read(path):

@@ -17,7 +17,7 @@ def test_the_slot_numbers_are_the_headers():
     camel = {re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower(): value for name, value in enum.items()}
     assert camel == timeline.SLOTS
     assert f"kSlots = {len(enum)}," in header  # every slot is named
-    for _, a, b in timeline.PHASES + timeline.PHASES_MLA:
+    for _, a, b in timeline.PHASES + timeline.PHASES_MLA + timeline.PHASES_FP8_H64:
         assert a in timeline.SLOTS and b in timeline.SLOTS
 
 
@@ -84,6 +84,20 @@ def test_mla_launches_get_the_schedule_phases(tmp_path, capsys, kernel):
     timeline.main()
     head = capsys.readouterr().out.splitlines()[0].split()
     assert head[5:] == ["sched", "to_q", "work", "sync", "merge", "mwait", "q_walk", "q_issue", "stage1"]
+
+
+def test_fp8_h64_launches_get_the_producers_load_phases(tmp_path):
+    """v2_fp8's 64-head producers stamp their first stage's loads (fill_bulk) before their first
+    empty wait (fill_start), then its rows stored (fill_copied): phases in that order."""
+    worked = [cta(1000, sliced=2400, fill_bulk=3500, fill_start=3800, fill_copied=6000, issued=6100,
+                  first_tile=6300, last_tile=9000, last_pv=9020, row_sums=9100, stored=11000, stop=11100)]
+    path = tmp_path / "tl.txt"
+    write(path, [worked], kernel="dsa_decode.v2_fp8.h64")
+    s = timeline.summary(timeline.read(path)[0])
+    assert (s["loads"], s["to_fill"], s["convert"], s["post"], s["land"]) == (1100, 300, 2200, 100, 200)
+    assert (s["tiles"], s["sums"], s["store"]) == (2700, 80, 1900)
+    write(path, [worked], kernel="dsa_decode.v2_fused.h64")  # bf16's h64: the cp.async phases
+    assert "loads" not in timeline.summary(timeline.read(path)[0])
 
 
 def test_when_puts_every_stamp_on_the_launch_clock(tmp_path, capsys):
