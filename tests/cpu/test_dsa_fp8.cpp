@@ -323,6 +323,27 @@ TEST(DsaFp8Plan, ClusterMergeRulesDefaultAndWorkspace) {
   }
 }
 
+// The default takes 64 heads per CTA (h64) where it was measured faster: T x H >= 1024 at 64 heads,
+// >= 768 at 128 (FP8 devlog steps 18 and 19); 16 and 32 heads never.
+TEST(DsaFp8Plan, SixtyFourHeadsPerCtaFromTheMeasuredThresholds) {
+  const DeviceFacts facts = h200();
+  const DsaKernel& k = *find_kernel_as<DsaKernel>("dsa_decode.v2_fp8.fp8");
+  const auto cta_heads = [&](int tokens, int heads) {
+    DsaProblem p = contest_problem(tokens, DsaKv::kFp8);
+    p.num_heads = heads;
+    const DsaTiling t = k.default_tiling(p, facts);
+    EXPECT_TRUE(k.validate(p, t, facts).is_ok()) << tokens << " x " << heads << ": " << t.name();
+    return t.cta_heads;
+  };
+  EXPECT_EQ(cta_heads(5, 128), 16);
+  EXPECT_EQ(cta_heads(6, 128), 64);
+  EXPECT_EQ(cta_heads(7, 128), 64);
+  EXPECT_EQ(cta_heads(15, 64), 16);
+  EXPECT_EQ(cta_heads(16, 64), 64);
+  EXPECT_EQ(cta_heads(64, 32), 16);
+  EXPECT_EQ(cta_heads(128, 16), 16);
+}
+
 // dsa_run checks the tensors before the plan's device: a dry plan reaches every check of the format.
 TEST(DsaFp8Run, CachePointersAndThePageStrideAreChecked) {
   DsaProblem p = contest_problem(1, DsaKv::kFp8);

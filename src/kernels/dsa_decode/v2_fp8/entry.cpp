@@ -44,6 +44,13 @@ constexpr int kH64Gather = int(Gather::kLdg);
 // of short rows only loses ~5.3 us at any T (all rows 200 valid: 16.6-16.9 against 11.3-11.5 us);
 // long rows gain 3 us at T x H = 1024, 6 at 2048 (devlog step 18, "Where h64 starts").
 constexpr int kH64MinTokenHeads = 1024;
+// At 128 heads from T = 6 since step 19 (its producers 256 instructions shorter): measured (H200,
+// one call, two passes, the contest at 128 heads against h64 forced, `s8n64x4m1p4g3w1h64`) the
+// T = 6-7 rows take 128.3 / 129.4 us summed against 138.5 / 138.0 with 16 heads per CTA: four long
+// rows -4.7 to -4.8 us and one -1.6, one of 1,682 slots +1.7, the short contest-15 +4.6. 64 heads
+// keep 1024 (their T = 6-8 rows lost with h64, step 18).
+constexpr int kH64MinTokenHeads128 = 768;
+constexpr int h64_min_token_heads(int heads) { return heads >= 128 ? kH64MinTokenHeads128 : kH64MinTokenHeads; }
 
 bool is_h64(const DsaTiling& t) { return t.cta_heads == kH64Heads; }
 DsaTiling h64_tiling(int splits, int min_rows) {
@@ -160,9 +167,10 @@ class V2Fp8 final : public DsaKernel {
 
   // The split count v2_fused would take, merged through global memory: the cluster merge lost at
   // every size where it was measured (the devlog's step 7); the tuner may still choose it.
-  // At 64 or 128 heads from T x H >= kH64MinTokenHeads: the 64-head kernel (wgmma).
+  // At 64 or 128 heads from T x H >= h64_min_token_heads: the 64-head kernel (wgmma).
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    if (work_ == Work::kDecode && p.num_heads % kH64Heads == 0 && p.num_tokens * p.num_heads >= kH64MinTokenHeads)
+    if (work_ == Work::kDecode && p.num_heads % kH64Heads == 0 &&
+        p.num_tokens * p.num_heads >= h64_min_token_heads(p.num_heads))
       return h64_tiling(dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows,
                                                  dsa_ring::head_groups(p, kH64Heads)),
                         kDefaultMinRows);
