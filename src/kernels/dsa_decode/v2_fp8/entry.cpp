@@ -34,7 +34,7 @@ constexpr int kBulkGather = int(Gather::kBulk);
 constexpr int kH64Heads = dsa_v2::h64::kCtaHeads;
 constexpr Pipe kH64Pipe{dsa_v2::h64::kStages, dsa_v2::h64::kProducers};
 constexpr int kH64Gather = int(Gather::kLdg);
-// The default takes h64 from this many T x heads: 64 heads from T = 16, 128 from T = 8. Measured
+// The default takes h64 from this many T x heads at 64 heads (T = 16; 128 heads: below). Measured
 // (H200, one call, against 16 heads per CTA): serving T = 16..256 faster at every T (64 heads
 // 27.6 / 43.1 / 76.4 / 138.5 / 272.7 us against 30.3 / 50.1 / 99.0 / 194.6 / 379.3; 128 heads
 // 42.2 / 74.4 / 136.2 / 269.3 / 520.6 against 48.9 / 98.6 / 194.7 / 377.4 / 743.9); the contest's
@@ -46,8 +46,8 @@ constexpr int kH64Gather = int(Gather::kLdg);
 constexpr int kH64MinTokenHeads = 1024;
 // At 128 heads from T = 6 since step 19 (its producers 256 instructions shorter): measured (H200,
 // one call, two passes, the contest at 128 heads against h64 forced, `s8n64x4m1p4g3w1h64`) the
-// T = 6-7 rows take 128.3 / 129.4 us summed against 138.5 / 138.0 with 16 heads per CTA: four long
-// rows -4.7 to -4.8 us and one -1.6, one of 1,682 slots +1.7, the short contest-15 +4.6. 64 heads
+// T = 6-7 rows take 128.3 / 129.4 us summed against 138.5 / 138.0 with 16 heads per CTA: three long
+// rows -4.5 to -5.0 us and one -1.6, one of 1,682 slots +1.7, the short contest-15 +4.6. 64 heads
 // keep 1024 (their T = 6-8 rows lost with h64, step 18).
 constexpr int kH64MinTokenHeads128 = 768;
 constexpr int h64_min_token_heads(int heads) { return heads >= 128 ? kH64MinTokenHeads128 : kH64MinTokenHeads; }
