@@ -5,11 +5,15 @@ pass starting with the next build, so a drift of the clocks or of the machine la
 
 Usage:
   python3 scripts/ab_bench.py base=build/mlakit new=/tmp/mlakit-new --suite dsa-serving --heads 128
+  python3 scripts/ab_bench.py default=build/mlakit h64=build/mlakit@s8n64x4m1p4g3w1h64 \\
+          --suite dsa-contest --heads 128 --kv fp8
   python3 scripts/ab_bench.py base=build/mlakit math=build/mlakit-math-alone --suite dsa-serving \\
           --heads 64 --passes 3 -- --warmup 5
 
 Each build runs `BINARY bench --suite S [--heads H] [--kv K] [--tiling T] --no-floor --quiet
---out DIR` (with --no-verify unless --verify) once per pass; anything after `--` is passed on.
+--out DIR` (with --no-verify unless --verify) once per pass; anything after `--` is passed on. A
+build written NAME=PATH@TILING runs with its own tiling (in place of --tiling), so one binary can
+be timed against itself with another tiling on every workload, row by row.
 The spans are read from the bench.jsonl each run appends (median_us, the CUPTI span of one call
 with a cold L2, as `mlakit bench` measures it), not from its table. Printed: a Markdown table of
 every build's span per workload and pass, each build's mean over the passes against the first
@@ -35,10 +39,17 @@ class Failure(Exception):
 
 
 def parse_builds(specs):
-    """NAME=PATH pairs, in order; the first is the baseline."""
-    builds = []
+    """NAME=PATH[@TILING] specs, in order; the first is the baseline. Returns the (name, path) pairs
+    and {name: tiling} of the builds that name one."""
+    builds, tilings = [], {}
     for spec in specs:
         name, sep, path = spec.partition("=")
+        if "@" in path:
+            path, _, tiling = path.rpartition("@")
+            if not tiling.isalnum():
+                raise ValueError(f"build '{spec}': TILING after '@' must be a tiling name (for example "
+                                 "s8n64x4m1p4g3w1h64)")
+            tilings[name] = tiling
         if not sep or not name or not path:
             raise ValueError(f"build '{spec}': expected NAME=PATH (for example base=build/mlakit)")
         if not name.replace("-", "").replace("_", "").isalnum():
@@ -50,17 +61,17 @@ def parse_builds(specs):
         builds.append((name, path))
     if len(builds) < 2:
         raise ValueError("builds: give at least two NAME=PATH (the first is the baseline)")
-    return builds
+    return builds, tilings
 
 
-def bench_command(path, args, out_dir):
+def bench_command(path, args, out_dir, tiling=None):
     cmd = [path, "bench", "--suite", args.suite, "--no-floor", "--quiet", "--out", str(out_dir)]
     if args.heads:
         cmd += ["--heads", str(args.heads)]
     if args.kv:
         cmd += ["--kv", args.kv]
-    if args.tiling:
-        cmd += ["--tiling", args.tiling]
+    if tiling or args.tiling:
+        cmd += ["--tiling", tiling or args.tiling]
     if not args.verify:
         cmd.append("--no-verify")
     return cmd + args.extra
@@ -98,7 +109,7 @@ def run_passes(builds, args, out_root):
         for name, path in turn:
             out_dir = Path(out_root) / f"pass{k + 1}-{name}"
             out_dir.mkdir(parents=True)
-            cmd = bench_command(path, args, out_dir)
+            cmd = bench_command(path, args, out_dir, args.build_tilings.get(name))
             done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if done.returncode != 0:
                 tail = "\n".join(done.stdout.splitlines()[-5:])
@@ -183,18 +194,19 @@ def main(argv=None):
         argv, extra = argv[:cut], argv[cut + 1:]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("builds", nargs="+", metavar="NAME=PATH", help="mlakit binaries; the first is the baseline")
+    ap.add_argument("builds", nargs="+", metavar="NAME=PATH[@TILING]",
+                    help="mlakit binaries, each with its own tiling if given; the first is the baseline")
     ap.add_argument("--suite", required=True, help="the suite to time (dsa-serving, mla-serving, ...)")
     ap.add_argument("--heads", type=int, help="the suite's heads flavour (mlakit bench --heads)")
     ap.add_argument("--kv", choices=["bf16", "fp8"], help="the suite's cache flavour (mlakit bench --kv)")
-    ap.add_argument("--tiling", help="one tiling for every run (mlakit bench --tiling)")
+    ap.add_argument("--tiling", help="one tiling for every run without its own (mlakit bench --tiling)")
     ap.add_argument("--passes", type=int, default=2, help="passes over all builds (default 2)")
     ap.add_argument("--verify", action="store_true", help="verify in every run (default: --no-verify)")
     ap.add_argument("--out", help="folder for the runs' records (must not exist; default: a temporary one)")
     args = ap.parse_args(argv)
     args.extra = extra
     try:
-        builds = parse_builds(args.builds)
+        builds, args.build_tilings = parse_builds(args.builds)
         if args.passes < 1:
             raise ValueError(f"--passes {args.passes}: give 1 or more")
         if args.heads is not None and args.heads < 1:

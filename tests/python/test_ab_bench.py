@@ -115,6 +115,18 @@ def test_verify_asks_every_run_to_verify_and_checks_it(tmp_path, capsys):
     assert all("--no-verify" not in c for c in calls(tmp_path))
 
 
+def test_a_build_may_name_its_own_tiling(tmp_path, capsys):
+    """NAME=PATH@TILING: one binary against itself with another tiling, row by row."""
+    a = fake_build(tmp_path, "x", [1.0, 2.0])
+    path = a.split("=", 1)[1]
+    assert ab_bench.main([f"default={path}", f"h64={path}@s8n64x4m1p4g3w1h64", "--suite", "dsa-contest",
+                          "--tiling", "s16n64x8m1p4g1", "--passes", "1"]) == 0
+    first, second = calls(tmp_path)
+    assert first[first.index("--tiling") + 1] == "s16n64x8m1p4g1"  # --tiling where a build names none
+    assert second[second.index("--tiling") + 1] == "s8n64x4m1p4g3w1h64"
+    assert "| workload | default | h64 | h64 / default |" in capsys.readouterr().out
+
+
 def test_records_stay_in_the_out_folder(tmp_path):
     a = fake_build(tmp_path, "a", [1.0, 2.0])
     b = fake_build(tmp_path, "b", [3.0, 4.0])
@@ -134,6 +146,8 @@ def test_records_stay_in_the_out_folder(tmp_path):
     (["a={exe}", "b={exe}", "--passes", "0"], "--passes 0"),
     (["a={exe}", "b={exe}", "--heads", "-1"], "--heads -1"),
     (["a={exe}", "b={exe}", "--out", "{tmp}"], "exists"),
+    (["a={exe}", "b={exe}@"], "TILING after '@' must be a tiling name"),
+    (["a={exe}", "b={exe}@s8 n64"], "TILING after '@' must be a tiling name"),
 ])
 def test_bad_arguments_name_the_argument(tmp_path, capsys, args, message):
     exe = fake_build(tmp_path, "x", [1.0]).split("=", 1)[1]
