@@ -22,7 +22,7 @@
 #include "kernels/dsa_decode/v2_fp8/launch.h"
 #include "kernels/dsa_decode/v2_fp8/traits.h"
 #include "kernels/dsa_decode/v2_fused/h64_traits.h"
-#include "kernels/dsa_decode/v2_fused/h64_workspace.h"
+#include "kernels/dsa_decode/v2_fused/h64_host.h"
 
 namespace mlakit::dsa_v2_fp8 {
 namespace {
@@ -100,13 +100,7 @@ Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
         t.mma != int(dsa_v2::Mma::kWgmma) || t.cluster != 0)
       return reject(t, "h64 (64 heads per CTA, wgmma) is compiled with x4p4, g3 (loads into registers), w1 (wgmma) "
                        "and c0 only");
-    if (dsa_v2::h64::kSmemBytes > size_t(dev.smem_per_block_optin))
-      return reject(t, "shared-memory plan " + format_kb(dsa_v2::h64::kSmemBytes) +
-                           " (Q 72 KB + P 8 KB + 4 bf16 stages x 36 KB) exceeds the " +
-                           format_kb(size_t(dev.smem_per_block_optin)) + " per-block limit of " + dev.describe());
-    const std::string short_of =
-        kernels::register_shortfall(dev, dsa_v2::h64::kThreads, kCtasPerSm, registers_needed(t, work, dev));
-    return short_of.empty() ? Status::ok() : reject(t, short_of);
+    return dsa_v2::h64::check_fits(t, dev, registers_needed(t, work, dev));
   }
   if (t.gather != kBulkGather)
     return reject(t, "g (gather) must be 1: each 656-byte row is one bulk copy; got " + std::to_string(t.gather));
@@ -174,8 +168,7 @@ class V2Fp8 final : public DsaKernel {
       return h64_tiling(dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows,
                                                  dsa_ring::head_groups(p, kH64Heads)),
                         kDefaultMinRows);
-    const int groups = work_ == Work::kDecode ? dsa_ring::head_groups(p) : 1;
-    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows, groups), kDefaultMinRows,
+    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows, groups(p)), kDefaultMinRows,
                      kFp8DefaultPipe.stages, 1, kFp8DefaultPipe.producers, kBulkGather, int(dsa_v2::Mma::kSync)};
   }
 
@@ -257,8 +250,9 @@ class V2Fp8 final : public DsaKernel {
  private:
   // CTAs per (row, split): one per 16 heads (or 64 with h64) for the decode; the floor moves each
   // row once.
-  int groups(const DsaProblem& p, const DsaTiling& t) const {
-    return work_ == Work::kDecode ? dsa_ring::head_groups(p, t.cta_heads) : 1;
+  int groups(const DsaProblem& p, const DsaTiling& t) const { return groups(p, t.cta_heads); }
+  int groups(const DsaProblem& p, int cta_heads = dsa_ring::kCtaHeads) const {
+    return work_ == Work::kDecode ? dsa_ring::head_groups(p, cta_heads) : 1;
   }
 
   Work work_;

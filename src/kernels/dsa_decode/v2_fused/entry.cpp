@@ -19,7 +19,7 @@
 #include "kernels/common/resources.h"
 #include "kernels/dsa_decode/common/ring_plan.h"
 #include "kernels/dsa_decode/v2_fused/h64_traits.h"
-#include "kernels/dsa_decode/v2_fused/h64_workspace.h"
+#include "kernels/dsa_decode/v2_fused/h64_host.h"
 #include "kernels/dsa_decode/v2_fused/launch.h"
 #include "kernels/dsa_decode/v2_fused/traits.h"
 
@@ -106,12 +106,7 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
   if (wgs == kH64Blocks) {
     if (!is_h64(instance_of(t)))
       return reject(t, "h64 (64 heads per CTA, wgmma) is compiled with x4p4, g2 (cp.async) and w1 (wgmma) only");
-    if (h64::kSmemBytes > size_t(dev.smem_per_block_optin))
-      return reject(t, "shared-memory plan " + format_kb(h64::kSmemBytes) +
-                           " (Q 72 KB + P 8 KB + 4 stages x 36 KB) exceeds the " +
-                           format_kb(size_t(dev.smem_per_block_optin)) + " per-block limit of " + dev.describe());
-    const std::string short_of = kernels::register_shortfall(dev, h64::kThreads, kCtasPerSm, registers_needed(t, dev));
-    return short_of.empty() ? Status::ok() : reject(t, short_of);
+    return h64::check_fits(t, dev, registers_needed(t, dev));
   }
   if (wgs == 2 && (t.gather != int(Gather::kHybrid) || t.mma != int(Mma::kSync)))
     return reject(t, "h32 (two consumer warpgroups) is compiled with g0 (hybrid gather) and w0 (mma.sync) only");
