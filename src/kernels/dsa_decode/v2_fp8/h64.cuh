@@ -12,11 +12,15 @@
 //   Why not bulk copies into a raw ring as the 16-head kernel: Q (72 KB), P (8 KB) and the four
 //   bf16 stages (144 KB) leave 0.9 KB of shared memory, so the bytes in flight are the producers'
 //   registers: a stage ahead, four rows of 84 bytes per lane (43 KB per SM with both warp pairs).
-//   What bounds it (devlog step 18): the loads' round trip on the producers' loop (26-30 % of the
-//   time at T = 128) and the conversion (12-13 %); without both it runs at bf16 h64's pace.
+//   What bounds it (devlog steps 18, 20): the loads (26-30 % of the time at T = 128 in step 18)
+//   and the conversion (12-13 %); without both it runs at bf16 h64's pace. The loads' part is not
+//   their latency (a deeper ring, an earlier or relaxed hand-off, L2-resident rows: no gain in
+//   tools/micro/fp8_ring_pace.cu) but what they do to the consumers: loads that bypass L1 slowed
+//   them most (allocating loads, step 20: -11 % at T = 128); bulk copies into a raw area would
+//   take it all, if shared memory had the 42 KB.
 //   Diagnosis build MLAKIT_RING_DIAG_MATH_ALONE (build/mlakit-math-alone; outputs not valid): every
 //   row loaded from slot 0's, in L1 (the devlog's `noload`).
-// Devlog: docs/kernels/dsa_decode_v2_fp8.md, step 18.
+// Devlog: docs/kernels/dsa_decode_v2_fp8.md, steps 18-20.
 #pragma once
 
 #include <cstdint>
@@ -37,16 +41,13 @@ using dsa_v2::h64::SmemPlan;
 // into 192 without spills (184 spills). 128 x 120 + 256 x 192 = 64,512, the launch allocation.
 constexpr int kProducerRegs = 120, kConsumerRegs = 192;
 
-// 16 bytes from global memory into registers, not kept in L1. No L2 eviction hint: at 128 heads
-// the second head group's CTAs read the same rows. (Diagnosis build math-alone: kept in L1, where
-// every load finds the one row they all read, produce().)
+// 16 bytes from global memory into registers, allocated in L1 (the line is never read again, but
+// loads that bypass L1 slowed the consumers' shared-memory reads more: devlog step 20). No L2
+// eviction hint: at 128 heads the second head group's CTAs read the same rows. (Diagnosis build
+// math-alone: every load finds the one row they all read in L1, produce().)
 __device__ __forceinline__ uint4 load_16(const void* src) {
   uint4 v;
-#if defined(MLAKIT_RING_DIAG_MATH_ALONE)
   asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-#else
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-#endif
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(src));
   return v;
@@ -74,10 +75,10 @@ __device__ __forceinline__ void dequantize_word(uint32_t w, float scale, uint32_
   hi = pack_bf16x2(fb.x * scale, fb.y * scale);
 }
 
-// 4 bytes from global memory into a register, not kept in L1.
+// 4 bytes from global memory into a register, allocated in L1 as load_16.
 __device__ __forceinline__ uint32_t load_4(const void* src) {
   uint32_t v;
-  asm volatile("ld.global.nc.L1::no_allocate.b32 %0, [%1];" : "=r"(v) : "l"(src));
+  asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(src));
   return v;
 }
 
