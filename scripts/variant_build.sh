@@ -7,7 +7,7 @@
 #   scripts/variant_build.sh [--rev REV] BUILD_DIR NAME SOURCE.cu[,SOURCE.cu ...] [EXTRA NVCC ARGS ...]
 #
 # Writes BUILD_DIR/variants/NAME/mlakit (and the translation units' objects beside it) and prints its
-# path. Several units, comma-separated, are each compiled with the same extra arguments (a define
+# path alone on stdout (what was built goes to stderr). Several units, comma-separated, are each compiled with the same extra arguments (a define
 # read by headers that two launchers include). The objects are linked ahead of the build's
 # libraries, so the linker takes every symbol of those units from them and never pulls the
 # library's own copies: the rule of the CMake target
@@ -59,4 +59,6 @@ link=${link/ -o mlakit / -o variants\/$NAME\/mlakit }
 link=${link/ libmlakit_kernels.a / ${objs}libmlakit_kernels.a }
 (cd "$BUILD" && eval "$link")
 printf '%s\n' "$*" >"$out/flags"
-echo "variant_build: $out/mlakit (${SRC}${rev:+ at $rev}${*:+ with $*})"
+# The path alone on stdout (B=$(scripts/variant_build.sh ...) takes it), what was built on stderr.
+echo "variant_build: $out/mlakit (${SRC}${rev:+ at $rev}${*:+ with $*})" >&2
+echo "$out/mlakit"

@@ -44,7 +44,9 @@ def test_a_variant_links_and_runs():
         r = run(build, name, "src/kernels/dsa_decode/check_indices.cu", "-DMLAKIT_VARIANT_BUILD_TEST=1")
         assert r.returncode == 0, r.stderr
         binary = build / "variants" / name / "mlakit"
-        assert f"variants/{name}/mlakit" in r.stdout and binary.is_file()
+        # stdout is the path alone, so that B=$(scripts/variant_build.sh ...) takes it.
+        assert r.stdout.strip().endswith(f"variants/{name}/mlakit") and "\n" not in r.stdout.strip()
+        assert (ROOT / r.stdout.strip()).resolve() == binary.resolve() and binary.is_file()
         assert (build / "variants" / name / "flags").read_text().strip() == "-DMLAKIT_VARIANT_BUILD_TEST=1"
         v = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
         assert v.returncode == 0 and v.stdout.startswith("mlakit ")
