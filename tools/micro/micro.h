@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
@@ -20,4 +21,13 @@
 inline long long median(std::vector<long long> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// After a timed launch: waits for its end event, checks the launch and reads the one 32-bit result
+// it left at `device_value` (a checksum). 0, or 1 after printing the failed call.
+inline int finish_and_read(cudaEvent_t done, const uint32_t* device_value, uint32_t& value) {
+  MICRO_CHECK(cudaEventSynchronize(done));
+  MICRO_CHECK(cudaGetLastError());
+  MICRO_CHECK(cudaMemcpy(&value, device_value, sizeof value, cudaMemcpyDeviceToHost));
+  return 0;
 }

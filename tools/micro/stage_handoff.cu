@@ -228,10 +228,8 @@ int run_mode(const uint8_t* rows, const int32_t* slots, int ctas, int num_stages
     cfg.numAttrs = M == kAsync ? 1 : 0;
     MICRO_CHECK(cudaLaunchKernelEx(&cfg, handoff_kernel<M>, rows, slots, num_stages, work, checksum));
     MICRO_CHECK(cudaEventRecord(b));
-    MICRO_CHECK(cudaEventSynchronize(b));
-    MICRO_CHECK(cudaGetLastError());
     uint32_t got = 0;
-    MICRO_CHECK(cudaMemcpy(&got, checksum, sizeof got, cudaMemcpyDeviceToHost));
+    if (finish_and_read(b, checksum, got)) return 1;
     if (got != want) {
       std::fprintf(stderr, "%s: checksum %08x, expected %08x (a stage read before its stores landed)\n",
                    kModeNames[M], got, want);
