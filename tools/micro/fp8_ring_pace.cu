@@ -7,7 +7,8 @@
 // split it 26-30 % loads, 12-13 % conversion at T = 128)? Knobs, one line each:
 //   hold      stages the consumer holds at once and frees together: 1, or 2 as h64's seesaw, whose
 //             two warpgroups both read both stages of a 64-row tile in P V;
-//   stages    ring depth (4: the kernel's; 6: what two more would buy if shared memory allowed);
+//   stages    ring depth (4: the kernel's; 6: what two more would buy if shared memory allowed; 2:
+//             one tile, the room of the other two given to raw areas);
 //   convert   the kernel's dequantization (E4M3 -> f16 -> fp32, times the row's scale, -> bf16),
 //             or a stand-in widening of the same bytes (w, w ^ 0x5a5a5a5a);
 //   source    where the rows come from and how: `load` (the kernel's until step 20: 16-byte
@@ -37,8 +38,9 @@
 // only ~130 cycles more: its own reads are slower. Not latency: six stages, the relaxed arrival
 // and L2-resident rows change < 5 % of it. Allocating loads take ~45 % of it away (2,573), `bulk`
 // ~90 % (2,365), `inplace` little at hold 2 (2,754).
-// The lines of `evfirst`, `evlast`, `cg`, `cs` and `noload` at hold 1 were added after those runs
-// and have not run yet.
+// The lines of `evfirst`, `evlast`, `cg`, `cs`, `noload` at hold 1 and the two-stage ring (one
+// tile: what 72 KB of bf16 stages given to raw areas would cost the consumers) were added after
+// those runs and have not run yet.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -79,7 +81,7 @@ struct Knobs {
 };
 constexpr int kWarpRows = 16;                       // a producer warp's rows of a stage
 constexpr int kRawBytes = kWarpRows * kRowBytes;    // its raw area in the bulk source: 10,496
-constexpr int kRawOffset = 4 * kStageBytes;         // the bulk source runs with the 4-stage ring
+constexpr int kRawOffset = 4 * kStageBytes;         // the bulk source runs with a ring of 2 or 4 stages
 constexpr int kBarOffset = kMaxStages * kStageBytes;
 static_assert(kRawOffset + kProducerWarps * kRawBytes <= kBarOffset, "the raw areas fit below the barriers");
 
@@ -458,7 +460,8 @@ int main(int argc, char** argv) {
         {true, {2, 4, kLoad, 1, w}},   {true, {1, 4, kLoad, 0, w}},   {true, {2, 4, kInplace, 0, w}},
         {true, {2, 6, kInplace, 0, w}}, {true, {1, 4, kInplace, 0, w}}, {true, {1, 4, kNoload, 0, w}},
         {true, {2, 4, kEvictFirst, 0, w}}, {true, {2, 4, kEvictLast, 0, w}}, {true, {2, 4, kCg, 0, w}},
-        {true, {2, 4, kCs, 0, w}},
+        {true, {2, 4, kCs, 0, w}},     {true, {2, 2, kLoad, 0, w}},   {true, {2, 2, kNoload, 0, w}},
+        {true, {2, 2, kBulk, 0, w}},
     };
     for (const Line& l : lines) {
       const uint32_t expect = want[l.convert][l.k.source == kNoload ? 1 : l.k.source == kL2 ? 2 : 0];
