@@ -33,8 +33,8 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I src -o /tmp/fp8_ring_pace tools/micro/fp8_ring_pace.cu
 //   /tmp/fp8_ring_pace [--work CYCLES ...]   (default: 0 and 2000)
 //
-// Measured (H200, FP8 devlog step 20, three runs alike): at every pace the kernel's loads cost
-// ~450-560 ns a stage over `noload` (work 2000: 2,822 against 2,298 ns) while the consumer waits
+// Measured (H200, FP8 devlog step 20, four runs): at every pace the kernel's loads cost
+// ~435-560 ns a stage over `noload` (work 2000: 2,822 against 2,298 ns) while the consumer waits
 // only ~130 cycles more: its own reads are slower. Not latency: six stages, the relaxed arrival
 // and L2-resident rows change < 5 % of it. Allocating loads take ~45 % of it away (2,573), `bulk`
 // ~90 % (2,365), `inplace` little at hold 2 (2,754).

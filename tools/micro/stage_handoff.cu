@@ -25,7 +25,7 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I src -o /tmp/stage_handoff tools/micro/stage_handoff.cu
 //   /tmp/stage_handoff [--work CYCLES]   (default 0, then 2000: the consumers' pace of a 64-head tile)
 //
-// Measured (H200; FP8 devlog step 20): release, early and relaxed within 1 % of each other at
+// Measured (H200; FP8 devlog step 20): release, early and relaxed within 2 % of each other at
 // every pace (work 0: 727 / 715 / 718 ns a stage); async 2.6 x slower (1,896 ns; 1,856 at work
 // 2000 against 1,481). So the kernel keeps its order; st.async is not the way out. A first version
 // with lane c at bytes 64 c + 16 k (each load instruction half-using twice the sectors) moved half
