@@ -203,42 +203,66 @@ TEST(DsaFp8Tilings, EveryInstanceMatchesReference) {
 // per row writes directly, every MMA path takes its Q block from the head group's offset, and h64
 // with 32-slot splits ends rows on one-stage tiles; with 16 it merges a row's partials in two
 // batches of eight splits (merge_cta). v2_fp8's h64 runs the same tilings with its own producers.
-TEST(DsaV2Heads, EveryHeadCountMatchesReferenceSplitOrNot) {
-  for (const char* key : {"dsa_decode.v2_fused.bf16", "dsa_decode.v2_fp8.fp8"}) {
-    const KernelEntry* kernel = find_kernel(key);
-    ASSERT_NE(kernel, nullptr);
-    REQUIRE_GPU_FOR(*kernel);
-    const bool fp8 = kernel->info().dtype == "fp8";
-    for (int heads : {32, 64, 128})
-      for (const char* tiling : {"s1n64x4m1p2", "s4n32x4m1p2", "s2n64x4m1p2w1", "s1n64x4m1h32", "s4n32x4m1p2h32",
-                                 "s1n64x4m1p4g2w1h64", "s4n32x4m1p4g2w1h64", "s16n32x4m1p4g2w1h64"}) {
-        const std::string how = tiling;
-        const bool wide = how.find("h64") != std::string::npos;
-        if (fp8 && !wide && (how.find("w1") != std::string::npos || how.find("h32") != std::string::npos))
-          continue;  // mma.sync at 16 heads per CTA, or h64
-        if (wide && heads % 64 != 0) continue;  // h64 takes whole blocks of 64 heads
-        DsaTiling parsed;
-        ASSERT_TRUE(DsaTiling::parse(tiling, &parsed).is_ok()) << tiling;
-        // v2_fp8: one bulk copy per 656-byte row by a producer warpgroup, or with h64 16-byte loads
-        // into the registers of the producers that dequantize the rows (g3).
-        if (fp8) {
-          parsed.gather = wide ? 3 : 1;
-          parsed.producers = 4;
-        }
-        const std::string suite = "dsa-edge-h" + std::to_string(heads) + (fp8 ? "-fp8" : "");
-        // v2_fp8's split rows also merge in clusters, one per (row, head group), at 16 heads per CTA.
-        for (int cluster : {0, 1}) {
-          if (cluster == 1 && !(fp8 && !wide && parsed.num_splits > 1)) continue;
-          parsed.cluster = cluster;
-          const std::string name = parsed.name();
-          SCOPED_TRACE(suite + " " + name);
-          int checked = 0;
-          verify_suite(*kernel, suite, &name, &checked, 1);
-          EXPECT_GT(checked, 0) << "no " << suite << " workload accepts tiling " << name;
-        }
-      }
+// One test per kernel and head count, so that ctest runs them side by side (the six took up to
+// ~470 s one after another in a single test).
+struct HeadsCase {
+  const char* key;
+  int heads;
+};
+void PrintTo(const HeadsCase& c, std::ostream* os) { *os << c.key << " h" << c.heads; }
+class DsaV2Heads : public ::testing::TestWithParam<HeadsCase> {};
+
+TEST_P(DsaV2Heads, MatchesReferenceSplitOrNot) {
+  const KernelEntry* kernel = find_kernel(GetParam().key);
+  ASSERT_NE(kernel, nullptr);
+  REQUIRE_GPU_FOR(*kernel);
+  const bool fp8 = kernel->info().dtype == "fp8";
+  const int heads = GetParam().heads;
+  int tried = 0;
+  for (const char* tiling : {"s1n64x4m1p2", "s4n32x4m1p2", "s2n64x4m1p2w1", "s1n64x4m1h32", "s4n32x4m1p2h32",
+                             "s1n64x4m1p4g2w1h64", "s4n32x4m1p4g2w1h64", "s16n32x4m1p4g2w1h64"}) {
+    const std::string how = tiling;
+    const bool wide = how.find("h64") != std::string::npos;
+    if (fp8 && !wide && (how.find("w1") != std::string::npos || how.find("h32") != std::string::npos))
+      continue;  // mma.sync at 16 heads per CTA, or h64
+    if (wide && heads % 64 != 0) continue;  // h64 takes whole blocks of 64 heads
+    DsaTiling parsed;
+    ASSERT_TRUE(DsaTiling::parse(tiling, &parsed).is_ok()) << tiling;
+    // v2_fp8: one bulk copy per 656-byte row by a producer warpgroup, or with h64 16-byte loads
+    // into the registers of the producers that dequantize the rows (g3).
+    if (fp8) {
+      parsed.gather = wide ? 3 : 1;
+      parsed.producers = 4;
+    }
+    const std::string suite = "dsa-edge-h" + std::to_string(heads) + (fp8 ? "-fp8" : "");
+    // v2_fp8's split rows also merge in clusters, one per (row, head group), at 16 heads per CTA.
+    for (int cluster : {0, 1}) {
+      if (cluster == 1 && !(fp8 && !wide && parsed.num_splits > 1)) continue;
+      parsed.cluster = cluster;
+      const std::string name = parsed.name();
+      SCOPED_TRACE(suite + " " + name);
+      int checked = 0;
+      verify_suite(*kernel, suite, &name, &checked, 1);
+      EXPECT_GT(checked, 0) << "no " << suite << " workload accepts tiling " << name;
+      ++tried;
+    }
   }
+  EXPECT_GT(tried, 0) << "no tiling tried";
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryHeadCount, DsaV2Heads,
+                         ::testing::Values(HeadsCase{"dsa_decode.v2_fused.bf16", 32},
+                                           HeadsCase{"dsa_decode.v2_fused.bf16", 64},
+                                           HeadsCase{"dsa_decode.v2_fused.bf16", 128},
+                                           HeadsCase{"dsa_decode.v2_fp8.fp8", 32},
+                                           HeadsCase{"dsa_decode.v2_fp8.fp8", 64},
+                                           HeadsCase{"dsa_decode.v2_fp8.fp8", 128}),
+                         [](const auto& info) {
+                           std::string n = std::string(info.param.key) + "_h" + std::to_string(info.param.heads);
+                           for (char& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
 
 // Both row paths of mla_decode v1_paged on every mla-edge workload, whatever the default picks
 // there: 16 query rows per CTA (mma.sync), 64 (m64: wgmma over a request's s_q x heads rows,
