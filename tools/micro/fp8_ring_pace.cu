@@ -23,6 +23,12 @@
 //             `inplace` (the stage's own buffer as the raw area: once it is free, one
 //             cp.async.bulk per row into its first 21 KB, read back by LDS, the warp pair meets,
 //             then the bf16 rows overwrite it; no bytes in flight before the buffer frees);
+//             The copy family (no conversion, no registers: the raw rows land in the stage, as
+//             the bf16 kernels' rows do, and the consumer reads 32 x 656 bytes): `copy-cg` (16-byte
+//             cp.async.cg, which bypasses L1: v2_fused h64's and mla_decode m64's copies),
+//             `copy-ca` (cp.async.ca, allocating in L1), `copy-bulk` (one cp.async.bulk per row),
+//             `copy-row0` (cp.async.ca of row 0 only: L1 hits); each lane's cp.async arrive on
+//             the stage's full barrier when they land; added after the step's runs;
 //   relaxed   the producers' arrival without release (formally racy; the kernel measured it -4 %).
 // Each line is the median of 9 launches (132 CTAs, one per SM, 256 stages each) after every
 // launch's checksum matched the host's: ns per stage per SM and GB/s of 656-byte rows.
@@ -38,9 +44,10 @@
 // only ~130 cycles more: its own reads are slower. Not latency: six stages, the relaxed arrival
 // and L2-resident rows change < 5 % of it. Allocating loads take ~45 % of it away (2,573), `bulk`
 // ~90 % (2,365), `inplace` little at hold 2 (2,754).
-// The lines of `evfirst`, `evlast`, `cg`, `cs`, `noload` at hold 1 and the two-stage ring (one
-// tile: what 72 KB of bf16 stages given to raw areas would cost the consumers) were added after
-// those runs and have not run yet.
+// The lines of `evfirst`, `evlast`, `cg`, `cs`, `noload` at hold 1, the two-stage ring (one
+// tile: what 72 KB of bf16 stages given to raw areas would cost the consumers) and the copy family
+// (does cp.async.cg cost the bf16 kernels' consumers what the L1-bypassing loads cost these?) were
+// added after those runs and have not run yet.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -72,9 +79,12 @@ constexpr uint32_t kMix = 0x5a5a5a5au;
 constexpr int64_t kNumRows = int64_t(1) << 20;   // 688 MB of rows: far past the L2
 
 enum Source { kLoad = 0, kNoload = 1, kL2 = 2, kAlloc = 3, kBulk = 4, kInplace = 5, kEvictFirst = 6, kEvictLast = 7,
-              kCg = 8, kCs = 9 };
-const char* const kSourceNames[] = {"load",   "noload", "l2", "alloc", "bulk",
-                                    "inplace", "evfirst", "evlast", "cg", "cs"};
+              kCg = 8, kCs = 9, kCopyCg = 10, kCopyCa = 11, kCopyBulk = 12, kCopyRow0 = 13 };
+const char* const kSourceNames[] = {"load",    "noload", "l2", "alloc",   "bulk",    "inplace",   "evfirst",
+                                    "evlast",  "cg",     "cs", "copy-cg", "copy-ca", "copy-bulk", "copy-row0"};
+// The copy family: the rows land in the stage as they are (656 bytes each, packed), no producer
+// registers in between, as the bf16 kernels' rows do.
+__host__ __device__ constexpr bool is_copy(int source) { return source >= kCopyCg; }
 struct Knobs {
   int hold, stages, source, relaxed;
   long long work;
@@ -253,6 +263,48 @@ __device__ void produce(uint8_t* smem, uint64_t* full, uint64_t* empty, uint64_t
   }
 }
 
+// The copy family's producer warp: stage i's 16 rows of the warp straight into the stage, 656
+// bytes a row at 656 r, by 16-byte cp.async (each lane every 32nd chunk of the warp's 656) or one
+// bulk copy per row (lanes 0-15); no registers hold rows, so a warp goes on to its next stage as
+// soon as that buffer is free.
+__device__ void produce_copy(uint8_t* smem, uint64_t* full, uint64_t* empty, const uint8_t* rows,
+                             const int32_t* slots, int num_stages, int pw, const Knobs& k) {
+  constexpr int kChunks = kRowBytes / 16;  // 41 a row
+  const int lane = threadIdx.x % 32, first_row = pw % 2 * kWarpRows;
+  const uint64_t policy = l2_policy(L2Evict::kFirst);
+  for (int i = pw / 2; i < num_stages; i += 2) {
+    const int b = i % k.stages;
+    mbar_wait(&empty[b], ((i / k.stages) & 1) ^ 1);
+    uint8_t* stage = smem + b * kStageBytes + first_row * kRowBytes;
+    const int my_slot = lane < kWarpRows ? (k.source == kCopyRow0 ? 0 : slots[i * kStageRows + first_row + lane]) : 0;
+    if (k.source == kCopyBulk) {
+      if (lane == 0)
+        mbar_arrive_expect_tx(&full[b], kRawBytes);
+      else
+        mbar_arrive(&full[b]);
+      if (lane < kWarpRows)
+        bulk_copy_g2s(stage + lane * kRowBytes, rows + int64_t(my_slot) * kRowBytes, kRowBytes, &full[b], policy);
+      continue;
+    }
+    constexpr int kRounds = (kWarpRows * kChunks + 31) / 32;  // 21: the last one covers half the warp
+#pragma unroll 3
+    for (int t = 0; t < kRounds; ++t) {
+      const int j = lane + 32 * t, r = min(j / kChunks, kWarpRows - 1), q = j % kChunks;
+      const int slot = __shfl_sync(0xffffffffu, my_slot, r);  // every lane takes part in every round
+      if (j >= kWarpRows * kChunks) continue;
+      const uint8_t* src = rows + int64_t(slot) * kRowBytes + 16 * q;
+      const uint32_t dst = smem_addr(stage + r * kRowBytes + 16 * q);
+      if (k.source == kCopyCg)
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "l"(policy)
+                     : "memory");
+      else
+        asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "l"(policy)
+                     : "memory");
+    }
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(&full[b])) : "memory");
+  }
+}
+
 // Sum of the 16-bit halves of every stored word (the order of halves and words does not matter).
 __device__ __forceinline__ uint32_t halves(uint32_t w) { return (w & 0xffffu) + (w >> 16); }
 
@@ -268,10 +320,13 @@ __device__ void consume(const uint8_t* ring, uint64_t* full, uint64_t* empty, in
       mbar_wait(&full[b], (i / k.stages) & 1);
       wait_cycles += clock64() - before;
       const uint8_t* stage = ring + b * kStageBytes;
+      // The copy family's stage: 32 raw rows of 656 bytes, packed; else 32 bf16 rows at kPitch.
+      const int row_chunks = is_copy(k.source) ? kRowBytes / 16 : kOutRowBytes / 16;
+      const int pitch = is_copy(k.source) ? kRowBytes : kPitch;
 #pragma unroll 2
-      for (int j = t; j < kStageRows * (kOutRowBytes / 16); j += kConsumerThreads) {
-        const int r = j / (kOutRowBytes / 16), q = j % (kOutRowBytes / 16);
-        const uint4 v = *reinterpret_cast<const uint4*>(stage + r * kPitch + 16 * q);
+      for (int j = t; j < kStageRows * row_chunks; j += kConsumerThreads) {
+        const int r = j / row_chunks, q = j % row_chunks;
+        const uint4 v = *reinterpret_cast<const uint4*>(stage + r * pitch + 16 * q);
         sum += halves(v.x) + halves(v.y) + halves(v.z) + halves(v.w);
       }
     }
@@ -305,7 +360,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   const int32_t* my_slots = slots + int64_t(blockIdx.x) * num_stages * kStageRows;
   const int warp = threadIdx.x / 32;
-  if (warp < kProducerWarps)
+  if (warp < kProducerWarps && is_copy(k.source))
+    produce_copy(smem, full, empty, rows, my_slots, num_stages, warp, k);
+  else if (warp < kProducerWarps)
     produce<Convert>(smem, full, empty, raw_full + warp % kProducerWarps, rows, my_slots, num_stages, warp, k);
   else
     consume(smem, full, empty, num_stages, k, checksum, waited);
@@ -343,6 +400,17 @@ uint32_t row_sum(const uint8_t* row, bool convert, const float* table) {
   for (int q = 0; q < 32; ++q) {
     uint32_t w;
     std::memcpy(&w, row + kRopeOffset + 4 * q, 4);
+    s += halves_host(w);
+  }
+  return s;
+}
+
+// The checksum one row contributes in the copy family: its 656 bytes as they are.
+uint32_t raw_row_sum(const uint8_t* row) {
+  uint32_t s = 0;
+  for (int q = 0; q < kRowBytes / 4; ++q) {
+    uint32_t w;
+    std::memcpy(&w, row + 4 * q, 4);
     s += halves_host(w);
   }
   return s;
@@ -433,6 +501,13 @@ int main(int argc, char** argv) {
     want[cv][1] = uint32_t(slots.size()) * per_row[0];
     for (const int32_t s : slots_l2) want[cv][2] += per_row[s];
   }
+  uint32_t want_copy[2] = {};  // [random slots, row 0]
+  {
+    std::vector<uint32_t> per_row(kNumRows);
+    for (int64_t r = 0; r < kNumRows; ++r) per_row[r] = raw_row_sum(bytes.data() + r * kRowBytes);
+    for (const int32_t s : slots) want_copy[0] += per_row[s];
+    want_copy[1] = uint32_t(slots.size()) * per_row[0];
+  }
   uint8_t* d_rows = nullptr;
   int32_t* d_slots = nullptr;
   int32_t* d_slots_l2 = nullptr;
@@ -461,10 +536,13 @@ int main(int argc, char** argv) {
         {true, {2, 6, kInplace, 0, w}}, {true, {1, 4, kInplace, 0, w}}, {true, {1, 4, kNoload, 0, w}},
         {true, {2, 4, kEvictFirst, 0, w}}, {true, {2, 4, kEvictLast, 0, w}}, {true, {2, 4, kCg, 0, w}},
         {true, {2, 4, kCs, 0, w}},     {true, {2, 2, kLoad, 0, w}},   {true, {2, 2, kNoload, 0, w}},
-        {true, {2, 2, kBulk, 0, w}},
+        {true, {2, 2, kBulk, 0, w}},   {false, {2, 4, kCopyCg, 0, w}}, {false, {2, 4, kCopyCa, 0, w}},
+        {false, {2, 4, kCopyBulk, 0, w}}, {false, {2, 4, kCopyRow0, 0, w}},
     };
     for (const Line& l : lines) {
-      const uint32_t expect = want[l.convert][l.k.source == kNoload ? 1 : l.k.source == kL2 ? 2 : 0];
+      const int family = l.k.source == kNoload ? 1 : l.k.source == kL2 ? 2 : 0;
+      const uint32_t expect =
+          is_copy(l.k.source) ? want_copy[l.k.source == kCopyRow0 ? 1 : 0] : want[l.convert][family];
       const int32_t* sl = l.k.source == kL2 ? d_slots_l2 : d_slots;
       const int rc = l.convert ? run<true>(d_rows, sl, sms, num_stages, l.k, expect, d_sum, d_waited)
                                : run<false>(d_rows, sl, sms, num_stages, l.k, expect, d_sum, d_waited);
