@@ -9,7 +9,8 @@
 //             two warpgroups both read both stages of a 64-row tile in P V;
 //   stages    ring depth (4: the kernel's; 6: what two more would buy if shared memory allowed; 2:
 //             one tile, the room of the other two given to raw areas);
-//   convert   the kernel's dequantization (E4M3 -> f16 -> fp32, times the row's scale, -> bf16),
+//   convert   the kernel's dequantization (its dequantize_word: E4M3 -> f16 -> fp32, times the
+//             row's scale, -> bf16),
 //             or a stand-in widening of the same bytes (w, w ^ 0x5a5a5a5a);
 //   source    where the rows come from and how: `load` (the kernel's until step 20: 16-byte
 //             ld.global.nc with L1::no_allocate from 688 MB of rows), `noload` (every row is row
@@ -36,7 +37,8 @@
 // The consumer's time spent waiting on full barriers is printed beside (cycles a stage, thread 0):
 // whether a slower line waits for the producers or reads its stages slower.
 //
-//   nvcc -std=c++17 -O3 -arch=sm_90a -I src -o /tmp/fp8_ring_pace tools/micro/fp8_ring_pace.cu
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I src \
+//     -I include -I build/include -I .deps/cutlass/include -o /tmp/fp8_ring_pace tools/micro/fp8_ring_pace.cu
 //   /tmp/fp8_ring_pace [--work CYCLES ...]   (default: 0 and 2000)
 //
 // Measured (H200, FP8 devlog step 20, four runs): at every pace the kernel's loads cost
@@ -59,12 +61,14 @@
 #include <vector>
 
 #include "kernels/common/async_pipe.cuh"
+#include "kernels/dsa_decode/v2_fp8/h64.cuh"  // dequantize_word, the conversion timed here
 
 #include "micro.h"
 
 namespace {
 
 using namespace mlakit::kernels;
+using mlakit::dsa_v2_fp8::h64::dequantize_word;
 
 constexpr int kRowBytes = 656, kRopeOffset = 512, kScaleOffset = 640;
 constexpr int kStageRows = 32;
@@ -126,31 +130,8 @@ __device__ __forceinline__ uint32_t ld4(int flavour, const void* p) {
   }
   return v;
 }
-__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void mbar_arrive_relaxed(uint64_t* bar) {
   asm volatile("mbarrier.arrive.relaxed.cta.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-// The kernel's dequantization of four E4M3 bytes (h64.cuh, dequantize_word).
-__device__ __forceinline__ void dequantize_word(uint32_t w, float scale, uint32_t& lo, uint32_t& hi) {
-  uint32_t a, b;
-  asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.rn.f16x2.e4m3x2 %0, l;\n\tcvt.rn.f16x2.e4m3x2 %1, h;\n\t}"
-      : "=r"(a), "=r"(b)
-      : "r"(w));
-  const auto f2 = [](uint32_t x) {
-    float2 f;
-    asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;\n\t}"
-        : "=f"(f.x), "=f"(f.y)
-        : "r"(x));
-    return f;
-  };
-  const auto pack = [](float l, float h) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(h), "f"(l));
-    return r;
-  };
-  const float2 fa = f2(a), fb = f2(b);
-  lo = pack(fa.x * scale, fa.y * scale);
-  hi = pack(fb.x * scale, fb.y * scale);
 }
 
 struct Share {
