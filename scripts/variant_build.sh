@@ -7,8 +7,8 @@
 #   scripts/variant_build.sh [--rev REV] BUILD_DIR NAME SOURCE.cu[,SOURCE.cu ...] [EXTRA NVCC ARGS ...]
 #
 # Writes BUILD_DIR/variants/NAME/mlakit (and the translation units' objects beside it) and prints its
-# path alone on stdout (what was built goes to stderr). Several units, comma-separated, are each compiled with the same extra arguments (a define
-# read by headers that two launchers include). The objects are linked ahead of the build's
+# path alone on stdout (what was built goes to stderr). Several units, comma-separated, are each
+# compiled with the same extra arguments (a define read by headers that two launchers include). The objects are linked ahead of the build's
 # libraries, so the linker takes every symbol of those units from them and never pulls the
 # library's own copies: the rule of the CMake target
 # mlakit_ring_diag (CMakeLists.txt), whose three fixed diagnosis builds stay there; this script is

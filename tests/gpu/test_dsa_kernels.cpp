@@ -121,13 +121,15 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
+// A parameterized test's name from free text: every character gtest does not take becomes '_'.
+std::string param_name(std::string n) {
+  for (char& c : n)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
 INSTANTIATE_TEST_SUITE_P(AllKernels, DsaSuiteTest, ::testing::ValuesIn(all_cases()),
-                         [](const auto& info) {
-                           std::string n = info.param.kernel + "_" + info.param.suite;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return param_name(info.param.kernel + "_" + info.param.suite); });
 
 // The v1 tilings that change the code path: fused epilogue (1 split), single stage, many splits.
 TEST(DsaV1Tilings, EveryInstantiatedPathMatchesReference) {
@@ -258,10 +260,7 @@ INSTANTIATE_TEST_SUITE_P(EveryHeadCount, DsaV2Heads,
                                            HeadsCase{"dsa_decode.v2_fp8.fp8", 64},
                                            HeadsCase{"dsa_decode.v2_fp8.fp8", 128}),
                          [](const auto& info) {
-                           std::string n = std::string(info.param.key) + "_h" + std::to_string(info.param.heads);
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
+                           return param_name(std::string(info.param.key) + "_h" + std::to_string(info.param.heads));
                          });
 
 // Both row paths of mla_decode v1_paged on every mla-edge workload, whatever the default picks
