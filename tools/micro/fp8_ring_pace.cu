@@ -5,8 +5,9 @@
 // spins `work` cycles per stage, the stand-in for the kernel's wgmma. Which part of the FP8 kernel's
 // distance to its bf16 twin is the ring's own structure (the devlog's `noload` and `noconv` builds
 // split it 26-30 % loads, 12-13 % conversion at T = 128)? Knobs, one line each:
-//   hold      stages the consumer holds at once and frees together: 1, or 2 as h64's seesaw, whose
-//             two warpgroups both read both stages of a 64-row tile in P V;
+//   hold      stages the consumer holds at once and frees together: 1; 2, a 64-row tile; or 4,
+//             the whole ring, as h64's seesaw, whose two warpgroups both read both tiles of a
+//             pair and free them near its end (devlog step 21);
 //   stages    ring depth (4: the kernel's; 6: what two more would buy if shared memory allowed; 2:
 //             one tile, the room of the other two given to raw areas);
 //   convert   the kernel's dequantization (its dequantize_word: E4M3 -> f16 -> fp32, times the
@@ -17,22 +18,24 @@
 //             0, from L1: the kernel's math-alone diagnosis build), `l2` (the slots within 43 MB:
 //             L2 hits), `alloc` (as load, but the loads allocate in L1: the kernel's since),
 //             `evfirst` / `evlast` (allocating with L1::evict_first / evict_last), `cg` / `cs`
-//             (ld.global.cg / .cs, not through the non-coherent path; these four added after the
-//             step's runs), `bulk` (one cp.async.bulk per row
-//             into a raw area of the warp's 16 rows, 10.5 KB a warp, read back by LDS into the
+//             (ld.global.cg / .cs, not through the non-coherent path), `bulk` (one cp.async.bulk
+//             per row into a raw area of the warp's 16 rows, 10.5 KB a warp, read back by LDS into the
 //             same registers; the next stage's copies leave as soon as the area is read),
 //             `inplace` (the stage's own buffer as the raw area: once it is free, one
 //             cp.async.bulk per row into its first 21 KB, read back by LDS, the warp pair meets,
-//             then the bf16 rows overwrite it; no bytes in flight before the buffer frees);
+//             then the bf16 rows overwrite it; no bytes in flight before the buffer frees; until
+//             step 21 this line also issued the `load` line's loads, unused);
 //             The copy family (no conversion, no registers: the raw rows land in the stage, as
 //             the bf16 kernels' rows do, and the consumer reads 32 x 656 bytes): `copy-cg` (16-byte
 //             cp.async.cg, which bypasses L1: v2_fused h64's and mla_decode m64's copies),
 //             `copy-ca` (cp.async.ca, allocating in L1), `copy-bulk` (one cp.async.bulk per row),
 //             `copy-row0` (cp.async.ca of row 0 only: L1 hits); each lane's cp.async arrive on
-//             the stage's full barrier when they land; added after the step's runs;
+//             the stage's full barrier when they land;
 //   relaxed   the producers' arrival without release (formally racy; the kernel measured it -4 %).
 // Each line is the median of 9 launches (132 CTAs, one per SM, 256 stages each) after every
-// launch's checksum matched the host's: ns per stage per SM and GB/s of 656-byte rows.
+// launch's checksum matched the host's: ns per stage per SM and GB/s of 656-byte rows. Each line is
+// its own kernel (the source a template argument): while the sources were switches at run time,
+// adding lines changed the code of the others, and a line's time with it by up to 20 % (step 21).
 //
 // The consumer's time spent waiting on full barriers is printed beside (cycles a stage, thread 0):
 // whether a slower line waits for the producers or reads its stages slower.
@@ -41,15 +44,14 @@
 //     -I include -I build/include -I .deps/cutlass/include -o /tmp/fp8_ring_pace tools/micro/fp8_ring_pace.cu
 //   /tmp/fp8_ring_pace [--work CYCLES ...]   (default: 0 and 2000)
 //
-// Measured (H200, FP8 devlog step 20, four runs): at every pace the kernel's loads cost
-// ~435-560 ns a stage over `noload` (work 2000: 2,822 against 2,298 ns) while the consumer waits
-// only ~130 cycles more: its own reads are slower. Not latency: six stages, the relaxed arrival
-// and L2-resident rows change < 5 % of it. Allocating loads take ~45 % of it away (2,573), `bulk`
-// ~90 % (2,365), `inplace` little at hold 2 (2,754).
-// The lines of `evfirst`, `evlast`, `cg`, `cs`, `noload` at hold 1, the two-stage ring (one
-// tile: what 72 KB of bf16 stages given to raw areas would cost the consumers) and the copy family
-// (does cp.async.cg cost the bf16 kernels' consumers what the L1-bypassing loads cost these?) were
-// added after those runs and have not run yet.
+// Measured (H200, FP8 devlog step 21, four runs of this build, within 1 % but `inplace`), ns a
+// stage at work 2000: `noload` 2,240-2,258, `load` 2,794-2,815 (the loads cost ~550 ns while the
+// consumer waits only ~110 ns more: its own reads are slower), `alloc` 2,597-2,607, `evlast`
+// 2,555-2,570, `bulk` 2,337-2,349, `inplace` 2,081-2,244; six stages, the relaxed arrival and
+// L2-resident rows do not help the loads. At hold 4 (the seesaw's) `inplace` loses to `alloc`
+// (2,717 against 2,586; the consumer waits 1,495 cycles a stage against 686): its bytes wait for
+// the ring to free. The copy family: `copy-cg` 1,869-1,887, `copy-ca` 1,904-1,924 (no better),
+// `copy-bulk` 1,819-1,831, `copy-row0` 1,872-1,883.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -58,6 +60,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/async_pipe.cuh"
@@ -105,29 +108,39 @@ static_assert(kRawOffset + kProducerWarps * kRawBytes <= kBarOffset, "the raw ar
   asm volatile(OP " {%0, %1, %2, %3}, [%4];"                                         \
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)                          \
                : "l"(p))
-__device__ __forceinline__ uint4 ld16(int flavour, const void* p) {
+template <int Flavour>
+__device__ __forceinline__ uint4 ld16(const void* p) {
   uint4 v;
-  switch (flavour) {
-    case kAlloc: FP8_RING_LOAD16("ld.global.nc.v4.u32"); break;
-    case kEvictFirst: FP8_RING_LOAD16("ld.global.nc.L1::evict_first.v4.u32"); break;
-    case kEvictLast: FP8_RING_LOAD16("ld.global.nc.L1::evict_last.v4.u32"); break;
-    case kCg: FP8_RING_LOAD16("ld.global.cg.v4.u32"); break;
-    case kCs: FP8_RING_LOAD16("ld.global.cs.v4.u32"); break;
-    default: FP8_RING_LOAD16("ld.global.nc.L1::no_allocate.v4.u32"); break;
-  }
+  if constexpr (Flavour == kAlloc)
+    FP8_RING_LOAD16("ld.global.nc.v4.u32");
+  else if constexpr (Flavour == kEvictFirst)
+    FP8_RING_LOAD16("ld.global.nc.L1::evict_first.v4.u32");
+  else if constexpr (Flavour == kEvictLast)
+    FP8_RING_LOAD16("ld.global.nc.L1::evict_last.v4.u32");
+  else if constexpr (Flavour == kCg)
+    FP8_RING_LOAD16("ld.global.cg.v4.u32");
+  else if constexpr (Flavour == kCs)
+    FP8_RING_LOAD16("ld.global.cs.v4.u32");
+  else
+    FP8_RING_LOAD16("ld.global.nc.L1::no_allocate.v4.u32");
   return v;
 }
 #define FP8_RING_LOAD4(OP) asm volatile(OP " %0, [%1];" : "=r"(v) : "l"(p))
-__device__ __forceinline__ uint32_t ld4(int flavour, const void* p) {
+template <int Flavour>
+__device__ __forceinline__ uint32_t ld4(const void* p) {
   uint32_t v;
-  switch (flavour) {
-    case kAlloc: FP8_RING_LOAD4("ld.global.nc.b32"); break;
-    case kEvictFirst: FP8_RING_LOAD4("ld.global.nc.L1::evict_first.b32"); break;
-    case kEvictLast: FP8_RING_LOAD4("ld.global.nc.L1::evict_last.b32"); break;
-    case kCg: FP8_RING_LOAD4("ld.global.cg.b32"); break;
-    case kCs: FP8_RING_LOAD4("ld.global.cs.b32"); break;
-    default: FP8_RING_LOAD4("ld.global.nc.L1::no_allocate.b32"); break;
-  }
+  if constexpr (Flavour == kAlloc)
+    FP8_RING_LOAD4("ld.global.nc.b32");
+  else if constexpr (Flavour == kEvictFirst)
+    FP8_RING_LOAD4("ld.global.nc.L1::evict_first.b32");
+  else if constexpr (Flavour == kEvictLast)
+    FP8_RING_LOAD4("ld.global.nc.L1::evict_last.b32");
+  else if constexpr (Flavour == kCg)
+    FP8_RING_LOAD4("ld.global.cg.b32");
+  else if constexpr (Flavour == kCs)
+    FP8_RING_LOAD4("ld.global.cs.b32");
+  else
+    FP8_RING_LOAD4("ld.global.nc.L1::no_allocate.b32");
   return v;
 }
 __device__ __forceinline__ void mbar_arrive_relaxed(uint64_t* bar) {
@@ -140,7 +153,7 @@ struct Share {
   uint32_t scale;
 };
 
-template <bool Convert>
+template <bool Convert, int Source>
 __device__ void produce(uint8_t* smem, uint64_t* full, uint64_t* empty, uint64_t* raw_full, const uint8_t* rows,
                         const int32_t* slots, int num_stages, int pw, const Knobs& k) {
   const int lane = threadIdx.x % 32, c = lane % 8, group = lane & ~7;
@@ -149,24 +162,24 @@ __device__ void produce(uint8_t* smem, uint64_t* full, uint64_t* empty, uint64_t
   const uint64_t policy = l2_policy(L2Evict::kFirst);
   Share x[kRowsPerLane];
   // Registers from global memory (every source but bulk and inplace).
-  const int flavour = k.source == kNoload ? kAlloc : k.source == kL2 ? kLoad : k.source;
+  constexpr int kFlavour = Source == kNoload ? kAlloc : Source == kL2 ? kLoad : Source;
   const auto load = [&](int i) {
     const int4 sl = *reinterpret_cast<const int4*>(slots + i * kStageRows + row0);
     const int32_t slot[4] = {sl.x, sl.y, sl.z, sl.w};
 #pragma unroll
     for (int u = 0; u < kRowsPerLane; ++u) {
-      const uint8_t* row = rows + int64_t(k.source == kNoload ? 0 : slot[u]) * kRowBytes;
+      const uint8_t* row = rows + int64_t(Source == kNoload ? 0 : slot[u]) * kRowBytes;
 #pragma unroll
-      for (int m = 0; m < 4; ++m) x[u].latent[m] = ld16(flavour, row + 128 * m + 16 * c);
-      x[u].rope = ld16(flavour, row + kRopeOffset + 16 * c);
-      x[u].scale = ld4(flavour, row + kScaleOffset + 4 * (c % 4));
+      for (int m = 0; m < 4; ++m) x[u].latent[m] = ld16<kFlavour>(row + 128 * m + 16 * c);
+      x[u].rope = ld16<kFlavour>(row + kRopeOffset + 16 * c);
+      x[u].scale = ld4<kFlavour>(row + kScaleOffset + 4 * (c % 4));
     }
   };
   // The bulk source: stage i's rows of the warp into its raw area (lane 8 g + 0 copies the four
   // rows of lane group g), then back into registers once they landed.
   // The inplace source: row r of the stage at r x 656 of its buffer.
   const auto raw_row = [&](uint8_t* area, int u) {
-    return k.source == kInplace ? area + (row0 + u) * kRowBytes : area + (lane / 8 * 4 + u) * kRowBytes;
+    return Source == kInplace ? area + (row0 + u) * kRowBytes : area + (lane / 8 * 4 + u) * kRowBytes;
   };
   const auto copy = [&](int i, uint8_t* area) {
     if (lane == 0) mbar_arrive_expect_tx(raw_full, kRawBytes);
@@ -192,23 +205,23 @@ __device__ void produce(uint8_t* smem, uint64_t* full, uint64_t* empty, uint64_t
     __syncwarp();
     fence_async_smem();  // the area's next copies (the async proxy) after these reads
   };
-  const bool bulk = k.source == kBulk, inplace = k.source == kInplace;
+  constexpr bool bulk = Source == kBulk, inplace = Source == kInplace;
   int i = pw / 2;
   if (i < num_stages) {
-    if (bulk)
+    if constexpr (bulk)
       copy(i, raw);
-    else if (!inplace)
+    else if constexpr (!inplace)
       load(i);
   }
   for (; i < num_stages; i += 2) {
-    if (bulk) {
+    if constexpr (bulk) {
       read_raw(raw);
       if (i + 2 < num_stages) copy(i + 2, raw);
     }
     const int b = i % k.stages;
     mbar_wait(&empty[b], ((i / k.stages) & 1) ^ 1);
     uint8_t* stage = smem + b * kStageBytes;
-    if (inplace) {
+    if constexpr (inplace) {
       copy(i, stage);
       read_raw(stage);
       asm volatile("bar.sync %0, 64;" ::"r"(1 + pw / 2) : "memory");  // the pair has read the raw rows
@@ -240,7 +253,8 @@ __device__ void produce(uint8_t* smem, uint64_t* full, uint64_t* empty, uint64_t
       mbar_arrive_relaxed(&full[b]);
     else
       mbar_arrive(&full[b]);
-    if (!bulk && i + 2 < num_stages) load(i + 2);
+    if constexpr (!bulk && !inplace)
+      if (i + 2 < num_stages) load(i + 2);
   }
 }
 
@@ -248,6 +262,7 @@ __device__ void produce(uint8_t* smem, uint64_t* full, uint64_t* empty, uint64_t
 // bytes a row at 656 r, by 16-byte cp.async (each lane every 32nd chunk of the warp's 656) or one
 // bulk copy per row (lanes 0-15); no registers hold rows, so a warp goes on to its next stage as
 // soon as that buffer is free.
+template <int Source>
 __device__ void produce_copy(uint8_t* smem, uint64_t* full, uint64_t* empty, const uint8_t* rows,
                              const int32_t* slots, int num_stages, int pw, const Knobs& k) {
   constexpr int kChunks = kRowBytes / 16;  // 41 a row
@@ -257,8 +272,8 @@ __device__ void produce_copy(uint8_t* smem, uint64_t* full, uint64_t* empty, con
     const int b = i % k.stages;
     mbar_wait(&empty[b], ((i / k.stages) & 1) ^ 1);
     uint8_t* stage = smem + b * kStageBytes + first_row * kRowBytes;
-    const int my_slot = lane < kWarpRows ? (k.source == kCopyRow0 ? 0 : slots[i * kStageRows + first_row + lane]) : 0;
-    if (k.source == kCopyBulk) {
+    const int my_slot = lane < kWarpRows ? (Source == kCopyRow0 ? 0 : slots[i * kStageRows + first_row + lane]) : 0;
+    if constexpr (Source == kCopyBulk) {
       if (lane == 0)
         mbar_arrive_expect_tx(&full[b], kRawBytes);
       else
@@ -275,7 +290,7 @@ __device__ void produce_copy(uint8_t* smem, uint64_t* full, uint64_t* empty, con
       if (j >= kWarpRows * kChunks) continue;
       const uint8_t* src = rows + int64_t(slot) * kRowBytes + 16 * q;
       const uint32_t dst = smem_addr(stage + r * kRowBytes + 16 * q);
-      if (k.source == kCopyCg)
+      if constexpr (Source == kCopyCg)
         asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "l"(policy)
                      : "memory");
       else
@@ -289,6 +304,7 @@ __device__ void produce_copy(uint8_t* smem, uint64_t* full, uint64_t* empty, con
 // Sum of the 16-bit halves of every stored word (the order of halves and words does not matter).
 __device__ __forceinline__ uint32_t halves(uint32_t w) { return (w & 0xffffu) + (w >> 16); }
 
+template <bool Copy>
 __device__ void consume(const uint8_t* ring, uint64_t* full, uint64_t* empty, int num_stages, const Knobs& k,
                         uint32_t* checksum, unsigned long long* waited) {
   const int t = threadIdx.x - kProducerWarps * 32;
@@ -302,8 +318,8 @@ __device__ void consume(const uint8_t* ring, uint64_t* full, uint64_t* empty, in
       wait_cycles += clock64() - before;
       const uint8_t* stage = ring + b * kStageBytes;
       // The copy family's stage: 32 raw rows of 656 bytes, packed; else 32 bf16 rows at kPitch.
-      const int row_chunks = is_copy(k.source) ? kRowBytes / 16 : kOutRowBytes / 16;
-      const int pitch = is_copy(k.source) ? kRowBytes : kPitch;
+      constexpr int row_chunks = Copy ? kRowBytes / 16 : kOutRowBytes / 16;
+      constexpr int pitch = Copy ? kRowBytes : kPitch;
 #pragma unroll 2
       for (int j = t; j < kStageRows * row_chunks; j += kConsumerThreads) {
         const int r = j / row_chunks, q = j % row_chunks;
@@ -322,7 +338,7 @@ __device__ void consume(const uint8_t* ring, uint64_t* full, uint64_t* empty, in
   if (t == 0) atomicAdd(waited, (unsigned long long)wait_cycles);
 }
 
-template <bool Convert>
+template <bool Convert, int Source>
 __global__ void __launch_bounds__(kThreads, 1)
     ring_kernel(const uint8_t* rows, const int32_t* slots, int num_stages, Knobs k, uint32_t* checksum,
                 unsigned long long* waited) {
@@ -341,12 +357,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   const int32_t* my_slots = slots + int64_t(blockIdx.x) * num_stages * kStageRows;
   const int warp = threadIdx.x / 32;
-  if (warp < kProducerWarps && is_copy(k.source))
-    produce_copy(smem, full, empty, rows, my_slots, num_stages, warp, k);
-  else if (warp < kProducerWarps)
-    produce<Convert>(smem, full, empty, raw_full + warp % kProducerWarps, rows, my_slots, num_stages, warp, k);
-  else
-    consume(smem, full, empty, num_stages, k, checksum, waited);
+  if (warp < kProducerWarps) {
+    if constexpr (is_copy(Source))
+      produce_copy<Source>(smem, full, empty, rows, my_slots, num_stages, warp, k);
+    else
+      produce<Convert, Source>(smem, full, empty, raw_full + warp % kProducerWarps, rows, my_slots, num_stages, warp,
+                               k);
+  } else {
+    consume<is_copy(Source)>(smem, full, empty, num_stages, k, checksum, waited);
+  }
 }
 
 // Host: an E4M3 byte (no NaN codes in the data) as a float.
@@ -397,11 +416,11 @@ uint32_t raw_row_sum(const uint8_t* row) {
   return s;
 }
 
-template <bool Convert>
+template <bool Convert, int Source>
 int run(const uint8_t* rows, const int32_t* slots, int ctas, int num_stages, const Knobs& k, uint32_t want,
         uint32_t* checksum, unsigned long long* waited) {
   const int smem = kBarOffset + (2 * kMaxStages + kProducerWarps) * 8;
-  MICRO_CHECK(cudaFuncSetAttribute(ring_kernel<Convert>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  MICRO_CHECK(cudaFuncSetAttribute(ring_kernel<Convert, Source>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   cudaEvent_t a, b;
   MICRO_CHECK(cudaEventCreate(&a));
   MICRO_CHECK(cudaEventCreate(&b));
@@ -410,7 +429,7 @@ int run(const uint8_t* rows, const int32_t* slots, int ctas, int num_stages, con
     MICRO_CHECK(cudaMemset(checksum, 0, sizeof(uint32_t)));
     MICRO_CHECK(cudaMemset(waited, 0, sizeof(unsigned long long)));
     MICRO_CHECK(cudaEventRecord(a));
-    ring_kernel<Convert><<<ctas, kThreads, smem>>>(rows, slots, num_stages, k, checksum, waited);
+    ring_kernel<Convert, Source><<<ctas, kThreads, smem>>>(rows, slots, num_stages, k, checksum, waited);
     MICRO_CHECK(cudaEventRecord(b));
     uint32_t got = 0;
     if (finish_and_read(b, checksum, got)) return 1;
@@ -431,10 +450,21 @@ int run(const uint8_t* rows, const int32_t* slots, int ctas, int num_stages, con
   const double bytes = double(ctas) * num_stages * kStageRows * kRowBytes;
   std::printf("work %5lld  hold %d  stages %d  %-7s %-7s %-7s  %7.1f ns per stage per SM  %6.0f GB/s  "
               "consumer waits %5lld cycles a stage\n",
-              k.work, k.hold, k.stages, Convert ? "convert" : "widen", kSourceNames[k.source],
+              k.work, k.hold, k.stages, Convert ? "convert" : "widen", kSourceNames[Source],
               k.relaxed ? "relaxed" : "release", double(t) / num_stages, bytes / double(t), median(waits));
   return 0;
 }
+
+// run<Convert, Source> for a source known at run time: every line is its own kernel, so one line's
+// code cannot change another's.
+template <bool Convert, int... S>
+int run_line(std::integer_sequence<int, S...>, const uint8_t* rows, const int32_t* slots, int ctas, int num_stages,
+             const Knobs& k, uint32_t want, uint32_t* checksum, unsigned long long* waited) {
+  int rc = 2;
+  ((k.source == S ? (rc = run<Convert, S>(rows, slots, ctas, num_stages, k, want, checksum, waited)) : 0), ...);
+  return rc;
+}
+constexpr auto kSources = std::make_integer_sequence<int, kCopyRow0 + 1>{};
 
 }  // namespace
 
@@ -518,15 +548,16 @@ int main(int argc, char** argv) {
         {true, {2, 4, kEvictFirst, 0, w}}, {true, {2, 4, kEvictLast, 0, w}}, {true, {2, 4, kCg, 0, w}},
         {true, {2, 4, kCs, 0, w}},     {true, {2, 2, kLoad, 0, w}},   {true, {2, 2, kNoload, 0, w}},
         {true, {2, 2, kBulk, 0, w}},   {false, {2, 4, kCopyCg, 0, w}}, {false, {2, 4, kCopyCa, 0, w}},
-        {false, {2, 4, kCopyBulk, 0, w}}, {false, {2, 4, kCopyRow0, 0, w}},
+        {false, {2, 4, kCopyBulk, 0, w}}, {false, {2, 4, kCopyRow0, 0, w}}, {true, {4, 4, kLoad, 0, w}},
+        {true, {4, 4, kNoload, 0, w}}, {true, {4, 4, kAlloc, 0, w}}, {true, {4, 4, kInplace, 0, w}},
     };
     for (const Line& l : lines) {
       const int family = l.k.source == kNoload ? 1 : l.k.source == kL2 ? 2 : 0;
       const uint32_t expect =
           is_copy(l.k.source) ? want_copy[l.k.source == kCopyRow0 ? 1 : 0] : want[l.convert][family];
       const int32_t* sl = l.k.source == kL2 ? d_slots_l2 : d_slots;
-      const int rc = l.convert ? run<true>(d_rows, sl, sms, num_stages, l.k, expect, d_sum, d_waited)
-                               : run<false>(d_rows, sl, sms, num_stages, l.k, expect, d_sum, d_waited);
+      const int rc = l.convert ? run_line<true>(kSources, d_rows, sl, sms, num_stages, l.k, expect, d_sum, d_waited)
+                               : run_line<false>(kSources, d_rows, sl, sms, num_stages, l.k, expect, d_sum, d_waited);
       if (rc) return rc;
     }
   }
