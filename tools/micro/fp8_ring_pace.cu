@@ -51,7 +51,10 @@
 // L2-resident rows do not help the loads. At hold 4 (the seesaw's) `inplace` loses to `alloc`
 // (2,717 against 2,586; the consumer waits 1,495 cycles a stage against 686): its bytes wait for
 // the ring to free. The copy family: `copy-cg` 1,869-1,887, `copy-ca` 1,904-1,924 (no better),
-// `copy-bulk` 1,819-1,831, `copy-row0` 1,872-1,883.
+// `copy-bulk` 1,819-1,831, `copy-row0` 1,872-1,883. The paced sources (three runs): `alloc-br`
+// 2,261-2,278 at hold 2 (the loads' cost gone) and 2,454-2,472 at hold 4 (alloc 2,562-2,581),
+// `load-br` 2,536-2,550, `alloc-sl` 2,639-2,661 and `alloc-tr` 2,646 (one run): spacing the loads
+// by a branch each or by a sleep per row does not do what the switch does; why is open.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -86,12 +89,24 @@ constexpr uint32_t kMix = 0x5a5a5a5au;
 constexpr int64_t kNumRows = int64_t(1) << 20;   // 688 MB of rows: far past the L2
 
 enum Source { kLoad = 0, kNoload = 1, kL2 = 2, kAlloc = 3, kBulk = 4, kInplace = 5, kEvictFirst = 6, kEvictLast = 7,
-              kCg = 8, kCs = 9, kCopyCg = 10, kCopyCa = 11, kCopyBulk = 12, kCopyRow0 = 13 };
+              kCg = 8, kCs = 9, kCopyCg = 10, kCopyCa = 11, kCopyBulk = 12, kCopyRow0 = 13, kAllocBranch = 14,
+              kLoadBranch = 15, kAllocSleep = 16, kAllocTrap = 17 };
 const char* const kSourceNames[] = {"load",    "noload", "l2", "alloc",   "bulk",    "inplace",   "evfirst",
-                                    "evlast",  "cg",     "cs", "copy-cg", "copy-ca", "copy-bulk", "copy-row0"};
+                                    "evlast",  "cg",     "cs", "copy-cg", "copy-ca", "copy-bulk", "copy-row0",
+                                    "alloc-br", "load-br", "alloc-sl", "alloc-tr"};
 // The copy family: the rows land in the stage as they are (656 bytes each, packed), no producer
 // registers in between, as the bf16 kernels' rows do.
-__host__ __device__ constexpr bool is_copy(int source) { return source >= kCopyCg; }
+__host__ __device__ constexpr bool is_copy(int source) { return source >= kCopyCg && source <= kCopyRow0; }
+// The paced sources: `alloc-br` / `load-br` (the alloc / load flavour chosen per load by a switch
+// at run time, as a build did by accident before step 21: ptxas then issues each load behind the
+// switch's compares and branches, not in one burst), `alloc-sl` (alloc, and 100 ns of nanosleep
+// after each row's six loads), `alloc-tr` (alloc, each load followed by a branch to a trap
+// if the load's address is 1: one compare and one branch between loads).
+__host__ __device__ constexpr int flavour_of(int source) {
+  return source == kNoload || source == kAllocBranch || source == kAllocSleep || source == kAllocTrap ? kAlloc
+         : source == kL2 || source == kLoadBranch                            ? kLoad
+                                                                              : source;
+}
 struct Knobs {
   int hold, stages, source, relaxed;
   long long work;
@@ -143,6 +158,27 @@ __device__ __forceinline__ uint32_t ld4(const void* p) {
     FP8_RING_LOAD4("ld.global.nc.L1::no_allocate.b32");
   return v;
 }
+// The flavour chosen at run time (the paced sources).
+__device__ __forceinline__ uint4 ld16_rt(int flavour, const void* p) {
+  switch (flavour) {
+    case kAlloc: return ld16<kAlloc>(p);
+    case kEvictFirst: return ld16<kEvictFirst>(p);
+    case kEvictLast: return ld16<kEvictLast>(p);
+    case kCg: return ld16<kCg>(p);
+    case kCs: return ld16<kCs>(p);
+    default: return ld16<kLoad>(p);
+  }
+}
+__device__ __forceinline__ uint32_t ld4_rt(int flavour, const void* p) {
+  switch (flavour) {
+    case kAlloc: return ld4<kAlloc>(p);
+    case kEvictFirst: return ld4<kEvictFirst>(p);
+    case kEvictLast: return ld4<kEvictLast>(p);
+    case kCg: return ld4<kCg>(p);
+    case kCs: return ld4<kCs>(p);
+    default: return ld4<kLoad>(p);
+  }
+}
 __device__ __forceinline__ void mbar_arrive_relaxed(uint64_t* bar) {
   asm volatile("mbarrier.arrive.relaxed.cta.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
@@ -162,7 +198,14 @@ __device__ void produce(uint8_t* smem, uint64_t* full, uint64_t* empty, uint64_t
   const uint64_t policy = l2_policy(L2Evict::kFirst);
   Share x[kRowsPerLane];
   // Registers from global memory (every source but bulk and inplace).
-  constexpr int kFlavour = Source == kNoload ? kAlloc : Source == kL2 ? kLoad : Source;
+  constexpr int kFlavour = flavour_of(Source);
+  constexpr bool kBranch = Source == kAllocBranch || Source == kLoadBranch;
+  int flavour = k.source == kAllocBranch ? kAlloc : kLoad;  // opaque to the compiler: a switch per load
+  asm volatile("mov.b32 %0, %0;" : "+r"(flavour));
+  const auto pace = [&](const void* a) {  // alloc-tr: a branch the compiler cannot merge with the next one
+    if constexpr (Source == kAllocTrap)
+      if (reinterpret_cast<uintptr_t>(a) == 1) asm volatile("trap;");  // the load's address: never odd
+  };
   const auto load = [&](int i) {
     const int4 sl = *reinterpret_cast<const int4*>(slots + i * kStageRows + row0);
     const int32_t slot[4] = {sl.x, sl.y, sl.z, sl.w};
@@ -170,9 +213,16 @@ __device__ void produce(uint8_t* smem, uint64_t* full, uint64_t* empty, uint64_t
     for (int u = 0; u < kRowsPerLane; ++u) {
       const uint8_t* row = rows + int64_t(Source == kNoload ? 0 : slot[u]) * kRowBytes;
 #pragma unroll
-      for (int m = 0; m < 4; ++m) x[u].latent[m] = ld16<kFlavour>(row + 128 * m + 16 * c);
-      x[u].rope = ld16<kFlavour>(row + kRopeOffset + 16 * c);
-      x[u].scale = ld4<kFlavour>(row + kScaleOffset + 4 * (c % 4));
+      for (int m = 0; m < 4; ++m) {
+        x[u].latent[m] = kBranch ? ld16_rt(flavour, row + 128 * m + 16 * c) : ld16<kFlavour>(row + 128 * m + 16 * c);
+        pace(row + 128 * m + 16 * c);
+      }
+      x[u].rope = kBranch ? ld16_rt(flavour, row + kRopeOffset + 16 * c) : ld16<kFlavour>(row + kRopeOffset + 16 * c);
+      pace(row + kRopeOffset + 16 * c);
+      x[u].scale = kBranch ? ld4_rt(flavour, row + kScaleOffset + 4 * (c % 4))
+                           : ld4<kFlavour>(row + kScaleOffset + 4 * (c % 4));
+      pace(row + kScaleOffset + 4 * (c % 4));
+      if constexpr (Source == kAllocSleep) __nanosleep(100);
     }
   };
   // The bulk source: stage i's rows of the warp into its raw area (lane 8 g + 0 copies the four
@@ -464,7 +514,7 @@ int run_line(std::integer_sequence<int, S...>, const uint8_t* rows, const int32_
   ((k.source == S ? (rc = run<Convert, S>(rows, slots, ctas, num_stages, k, want, checksum, waited)) : 0), ...);
   return rc;
 }
-constexpr auto kSources = std::make_integer_sequence<int, kCopyRow0 + 1>{};
+constexpr auto kSources = std::make_integer_sequence<int, kAllocTrap + 1>{};
 
 }  // namespace
 
@@ -550,6 +600,8 @@ int main(int argc, char** argv) {
         {true, {2, 2, kBulk, 0, w}},   {false, {2, 4, kCopyCg, 0, w}}, {false, {2, 4, kCopyCa, 0, w}},
         {false, {2, 4, kCopyBulk, 0, w}}, {false, {2, 4, kCopyRow0, 0, w}}, {true, {4, 4, kLoad, 0, w}},
         {true, {4, 4, kNoload, 0, w}}, {true, {4, 4, kAlloc, 0, w}}, {true, {4, 4, kInplace, 0, w}},
+        {true, {2, 4, kAllocBranch, 0, w}}, {true, {2, 4, kLoadBranch, 0, w}}, {true, {2, 4, kAllocSleep, 0, w}},
+        {true, {4, 4, kAllocBranch, 0, w}}, {true, {2, 4, kAllocTrap, 0, w}}, {true, {4, 4, kAllocTrap, 0, w}},
     };
     for (const Line& l : lines) {
       const int family = l.k.source == kNoload ? 1 : l.k.source == kL2 ? 2 : 0;
