@@ -17,10 +17,12 @@
 //   their latency (a deeper ring, an earlier or relaxed hand-off, L2-resident rows: no gain in
 //   tools/micro/fp8_ring_pace.cu) but what they do to the consumers: loads that bypass L1 slowed
 //   them most (allocating loads, step 20: -11 % at T = 128); bulk copies into a raw area would
-//   take it all, if shared memory had the 42 KB.
+//   take most of it, if shared memory had the 42 KB. Bulk copies into the freed stage itself need
+//   no room but lost 5-8 % (step 21): the seesaw frees the ring near a pair's end, so nothing
+//   would be in flight behind the math.
 //   Diagnosis build MLAKIT_RING_DIAG_MATH_ALONE (build/mlakit-math-alone; outputs not valid): every
 //   row loaded from slot 0's, in L1 (the devlog's `noload`).
-// Devlog: docs/kernels/dsa_decode_v2_fp8.md, steps 18-20.
+// Devlog: docs/kernels/dsa_decode_v2_fp8.md, steps 18-21.
 #pragma once
 
 #include <cstdint>
