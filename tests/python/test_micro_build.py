@@ -1,0 +1,39 @@
+"""tools/micro: every micro-benchmark still compiles against the kernels' headers it includes (they
+are not part of the build, and a kernel change can break one unseen until its next run)."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+MICRO = ROOT / "tools" / "micro"
+SOURCES = sorted(p.name for p in MICRO.glob("*.cu"))
+
+
+def nvcc():
+    return shutil.which("nvcc") or next((p for p in ["/usr/local/cuda/bin/nvcc"] if Path(p).is_file()), None)
+
+
+def test_every_micro_benchmark_is_listed_in_the_readme():
+    readme = (MICRO / "README.md").read_text()
+    assert SOURCES, "tools/micro has no sources"
+    missing = [s for s in SOURCES if f"| {s} |" not in readme]
+    assert not missing, f"tools/micro/README.md lists no row for {missing}"
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_micro_benchmark_compiles(source, tmp_path):
+    build = os.environ.get("MLAKIT_BUILD_DIR")
+    compiler = nvcc()
+    if not build or not (Path(build) / "include").is_dir() or compiler is None:
+        pytest.skip("needs a configured build (MLAKIT_BUILD_DIR, set by scripts/test_python.sh) and nvcc")
+    # The README's build line (host and device code, no link).
+    cmd = [compiler, "-std=c++20", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "--expt-relaxed-constexpr",
+           "-I", "src", "-I", "include", "-I", str(Path(build) / "include"), "-I", ".deps/cutlass/include",
+           "-c", "-o", str(tmp_path / "micro.o"), str(MICRO / source)]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
