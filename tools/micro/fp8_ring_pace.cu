@@ -30,7 +30,8 @@
 //             cp.async.cg, which bypasses L1: v2_fused h64's and mla_decode m64's copies),
 //             `copy-ca` (cp.async.ca, allocating in L1), `copy-bulk` (one cp.async.bulk per row),
 //             `copy-row0` (cp.async.ca of row 0 only: L1 hits); each lane's cp.async arrive on
-//             the stage's full barrier when they land;
+//             the stage's full barrier when they land; the paced sources `alloc-br`, `load-br`,
+//             `alloc-sl`, `alloc-tr` (the loads spread out three ways: at flavour_of below);
 //   relaxed   the producers' arrival without release (formally racy; the kernel measured it -4 %).
 // Each line is the median of 9 launches (132 CTAs, one per SM, 256 stages each) after every
 // launch's checksum matched the host's: ns per stage per SM and GB/s of 656-byte rows. Each line is
