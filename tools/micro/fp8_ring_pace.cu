@@ -53,7 +53,7 @@
 // (2,717 against 2,586; the consumer waits 1,495 cycles a stage against 686): its bytes wait for
 // the ring to free. The copy family: `copy-cg` 1,869-1,887, `copy-ca` 1,904-1,924 (no better),
 // `copy-bulk` 1,819-1,831, `copy-row0` 1,872-1,883. The paced sources (three runs): `alloc-br`
-// 2,261-2,278 at hold 2 (the loads' cost gone) and 2,454-2,472 at hold 4 (alloc 2,562-2,581),
+// 2,261-2,278 at hold 2 (the loads' cost gone) and 2,454-2,472 at hold 4 (alloc 2,562-2,586),
 // `load-br` 2,536-2,550, `alloc-sl` 2,639-2,661 and `alloc-tr` 2,646 (one run): spacing the loads
 // by a branch each or by a sleep per row does not do what the switch does; why is open, and in the
 // kernel both the switch (+10 %) and the branch (+20 %) lost (step 21).
