@@ -65,6 +65,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -120,66 +121,55 @@ constexpr int kBarOffset = kMaxStages * kStageBytes;
 static_assert(kRawOffset + kProducerWarps * kRawBytes <= kBarOffset, "the raw areas fit below the barriers");
 
 // 16 and 4 bytes into registers by the load flavour of a source (kLoad, kAlloc, kEvictFirst,
-// kEvictLast, kCg, kCs; the others map onto these).
+// kEvictLast, kCg, kCs; the others map onto these): one instruction per flavour, LOAD given its
+// name without the width.
+#define FP8_RING_BY_FLAVOUR(LOAD)                      \
+  if constexpr (Flavour == kAlloc)                     \
+    LOAD("ld.global.nc");                              \
+  else if constexpr (Flavour == kEvictFirst)           \
+    LOAD("ld.global.nc.L1::evict_first");              \
+  else if constexpr (Flavour == kEvictLast)            \
+    LOAD("ld.global.nc.L1::evict_last");               \
+  else if constexpr (Flavour == kCg)                   \
+    LOAD("ld.global.cg");                              \
+  else if constexpr (Flavour == kCs)                   \
+    LOAD("ld.global.cs");                              \
+  else                                                 \
+    LOAD("ld.global.nc.L1::no_allocate")
 #define FP8_RING_LOAD16(OP)                                                          \
-  asm volatile(OP " {%0, %1, %2, %3}, [%4];"                                         \
+  asm volatile(OP ".v4.u32 {%0, %1, %2, %3}, [%4];"                                  \
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)                          \
                : "l"(p))
+#define FP8_RING_LOAD4(OP) asm volatile(OP ".b32 %0, [%1];" : "=r"(v) : "l"(p))
 template <int Flavour>
 __device__ __forceinline__ uint4 ld16(const void* p) {
   uint4 v;
-  if constexpr (Flavour == kAlloc)
-    FP8_RING_LOAD16("ld.global.nc.v4.u32");
-  else if constexpr (Flavour == kEvictFirst)
-    FP8_RING_LOAD16("ld.global.nc.L1::evict_first.v4.u32");
-  else if constexpr (Flavour == kEvictLast)
-    FP8_RING_LOAD16("ld.global.nc.L1::evict_last.v4.u32");
-  else if constexpr (Flavour == kCg)
-    FP8_RING_LOAD16("ld.global.cg.v4.u32");
-  else if constexpr (Flavour == kCs)
-    FP8_RING_LOAD16("ld.global.cs.v4.u32");
-  else
-    FP8_RING_LOAD16("ld.global.nc.L1::no_allocate.v4.u32");
+  FP8_RING_BY_FLAVOUR(FP8_RING_LOAD16);
   return v;
 }
-#define FP8_RING_LOAD4(OP) asm volatile(OP " %0, [%1];" : "=r"(v) : "l"(p))
 template <int Flavour>
 __device__ __forceinline__ uint32_t ld4(const void* p) {
   uint32_t v;
-  if constexpr (Flavour == kAlloc)
-    FP8_RING_LOAD4("ld.global.nc.b32");
-  else if constexpr (Flavour == kEvictFirst)
-    FP8_RING_LOAD4("ld.global.nc.L1::evict_first.b32");
-  else if constexpr (Flavour == kEvictLast)
-    FP8_RING_LOAD4("ld.global.nc.L1::evict_last.b32");
-  else if constexpr (Flavour == kCg)
-    FP8_RING_LOAD4("ld.global.cg.b32");
-  else if constexpr (Flavour == kCs)
-    FP8_RING_LOAD4("ld.global.cs.b32");
-  else
-    FP8_RING_LOAD4("ld.global.nc.L1::no_allocate.b32");
+  FP8_RING_BY_FLAVOUR(FP8_RING_LOAD4);
   return v;
 }
-// The flavour chosen at run time (the paced sources).
-__device__ __forceinline__ uint4 ld16_rt(int flavour, const void* p) {
+// The flavour chosen at run time (the paced sources): `load` called with it as a constant.
+template <class Load>
+__device__ __forceinline__ auto by_flavour(int flavour, Load load) {
   switch (flavour) {
-    case kAlloc: return ld16<kAlloc>(p);
-    case kEvictFirst: return ld16<kEvictFirst>(p);
-    case kEvictLast: return ld16<kEvictLast>(p);
-    case kCg: return ld16<kCg>(p);
-    case kCs: return ld16<kCs>(p);
-    default: return ld16<kLoad>(p);
+    case kAlloc: return load(std::integral_constant<int, kAlloc>{});
+    case kEvictFirst: return load(std::integral_constant<int, kEvictFirst>{});
+    case kEvictLast: return load(std::integral_constant<int, kEvictLast>{});
+    case kCg: return load(std::integral_constant<int, kCg>{});
+    case kCs: return load(std::integral_constant<int, kCs>{});
+    default: return load(std::integral_constant<int, kLoad>{});
   }
 }
+__device__ __forceinline__ uint4 ld16_rt(int flavour, const void* p) {
+  return by_flavour(flavour, [p](auto f) { return ld16<decltype(f)::value>(p); });
+}
 __device__ __forceinline__ uint32_t ld4_rt(int flavour, const void* p) {
-  switch (flavour) {
-    case kAlloc: return ld4<kAlloc>(p);
-    case kEvictFirst: return ld4<kEvictFirst>(p);
-    case kEvictLast: return ld4<kEvictLast>(p);
-    case kCg: return ld4<kCg>(p);
-    case kCs: return ld4<kCs>(p);
-    default: return ld4<kLoad>(p);
-  }
+  return by_flavour(flavour, [p](auto f) { return ld4<decltype(f)::value>(p); });
 }
 __device__ __forceinline__ void mbar_arrive_relaxed(uint64_t* bar) {
   asm volatile("mbarrier.arrive.relaxed.cta.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
