@@ -2,20 +2,15 @@
 are not part of the build, and a kernel change can break one unseen until its next run)."""
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, find_nvcc
 
 MICRO = ROOT / "tools" / "micro"
 SOURCES = sorted(p.name for p in MICRO.glob("*.cu"))
-
-
-def nvcc():
-    return shutil.which("nvcc") or next((p for p in ["/usr/local/cuda/bin/nvcc"] if Path(p).is_file()), None)
 
 
 def test_every_micro_benchmark_is_listed_in_the_readme():
@@ -28,7 +23,7 @@ def test_every_micro_benchmark_is_listed_in_the_readme():
 @pytest.mark.parametrize("source", SOURCES)
 def test_micro_benchmark_compiles(source, tmp_path):
     build = os.environ.get("MLAKIT_BUILD_DIR")
-    compiler = nvcc()
+    compiler = find_nvcc()
     if not build or not (Path(build) / "include").is_dir() or compiler is None:
         pytest.skip("needs a configured build (MLAKIT_BUILD_DIR, set by scripts/test_python.sh) and nvcc")
     # The README's build line (host and device code, no link).

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, find_nvcc
 
 SCRIPT = ROOT / "scripts" / "variant_build.sh"
 
@@ -31,8 +31,7 @@ def test_bad_arguments_name_the_argument(args, message):
 
 def built_tree():
     build = os.environ.get("MLAKIT_BUILD_DIR")
-    if not build or not (Path(build) / "mlakit").is_file() or not shutil.which("nvcc") and \
-            not Path("/usr/local/cuda/bin/nvcc").is_file():
+    if not build or not (Path(build) / "mlakit").is_file() or find_nvcc() is None:
         pytest.skip("needs a built tree (MLAKIT_BUILD_DIR, set by scripts/test_python.sh) and nvcc")
     return Path(build)
 
