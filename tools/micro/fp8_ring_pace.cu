@@ -171,9 +171,6 @@ __device__ __forceinline__ uint4 ld16_rt(int flavour, const void* p) {
 __device__ __forceinline__ uint32_t ld4_rt(int flavour, const void* p) {
   return by_flavour(flavour, [p](auto f) { return ld4<decltype(f)::value>(p); });
 }
-__device__ __forceinline__ void mbar_arrive_relaxed(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.relaxed.cta.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
 
 struct Share {
   uint4 latent[4];

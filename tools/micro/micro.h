@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "kernels/common/async_pipe.cuh"  // smem_addr
+
 #define MICRO_CHECK(x)                                             \
   do {                                                             \
     const cudaError_t e = (x);                                     \
@@ -30,4 +32,11 @@ inline int finish_and_read(cudaEvent_t done, const uint32_t* device_value, uint3
   MICRO_CHECK(cudaGetLastError());
   MICRO_CHECK(cudaMemcpy(&value, device_value, sizeof value, cudaMemcpyDeviceToHost));
   return 0;
+}
+
+// An mbarrier arrival without release semantics: formally racy for a stage whose stores it hands
+// over, timed by the micro-benchmarks against the kernels' releasing mbar_arrive.
+__device__ __forceinline__ void mbar_arrive_relaxed(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.relaxed.cta.shared::cta.b64 _, [%0];" ::"r"(mlakit::kernels::smem_addr(bar))
+               : "memory");
 }

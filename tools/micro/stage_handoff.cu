@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "kernels/common/async_pipe.cuh"
+#include "kernels/common/wgmma.cuh"  // fence_async_smem
 
 #include "micro.h"
 
@@ -77,10 +78,6 @@ __device__ __forceinline__ void st_async16(void* dst, const uint4& v, uint64_t* 
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];"
                ::"r"(smem_addr(dst)), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(smem_addr(bar))
                : "memory");
-}
-__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-__device__ __forceinline__ void mbar_arrive_relaxed(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.relaxed.cta.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
 // The widened halves of a 16-byte load: words w0 w1 | w0^m w1^m, then w2 w3 | w2^m w3^m.
