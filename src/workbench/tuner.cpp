@@ -126,21 +126,6 @@ Status time_workload(const TuneRun& r, const BucketGroup& group, size_t j,
   return Status::ok();
 }
 
-// The winner: the lowest mean span among the tilings timed on every workload of the bucket.
-void pick_winner(size_t workloads, TuneBucketResult* br) {
-  for (TuneCandidateResult& c : br->candidates) {
-    if (!c.skip_reason.empty() || c.median_us.size() != workloads) continue;
-    double sum = 0;
-    for (double v : c.median_us) sum += v;
-    c.mean_us = sum / double(c.median_us.size());
-    if (!br->has_winner || c.mean_us < br->winner_us) {
-      br->has_winner = true;
-      br->winner = c.tiling;
-      br->winner_us = c.mean_us;
-    }
-  }
-}
-
 // Writes the winner, or removes an older entry when the defaults were as fast.
 Status decide(const TuneRun& r, size_t workloads, TuneBucketResult* br) {
   const TuneKey key{r.target.facts().name, r.kernel.info().key, br->bucket};
@@ -193,7 +178,7 @@ Status tune_bucket(const TuneRun& r, size_t g, size_t groups, const BucketGroup&
   for (size_t j = 0; j < group.workloads.size(); ++j)
     MLAKIT_RETURN_IF_ERROR(time_workload(r, group, j, choices, br, &default_sum, &default_known));
   if (default_known && !group.workloads.empty()) br->default_us = default_sum / double(group.workloads.size());
-  pick_winner(group.workloads.size(), br);
+  summarize_bucket(group.workloads.size(), br);
   MLAKIT_RETURN_IF_ERROR(decide(r, group.workloads.size(), br));
   r.log("[tune] " + br->bucket + ": " + br->decision);
   return Status::ok();
@@ -227,6 +212,33 @@ std::vector<TilingChoice> enumerate_tilings(const BenchSuite& suite, const std::
       break;
     }
   return out;
+}
+
+void summarize_bucket(size_t workloads, TuneBucketResult* br) {
+  br->has_winner = false;
+  std::vector<double> best(workloads, 0.0);
+  std::vector<bool> seen(workloads, false);
+  for (TuneCandidateResult& c : br->candidates) {
+    // A candidate dropped on workload j keeps its spans of the workloads before it.
+    for (size_t j = 0; j < std::min(workloads, c.median_us.size()); ++j)
+      if (!seen[j] || c.median_us[j] < best[j]) {
+        best[j] = c.median_us[j];
+        seen[j] = true;
+      }
+    if (!c.skip_reason.empty() || c.median_us.size() != workloads || workloads == 0) continue;
+    double sum = 0;
+    for (double v : c.median_us) sum += v;
+    c.mean_us = sum / double(c.median_us.size());
+    if (!br->has_winner || c.mean_us < br->winner_us) {
+      br->has_winner = true;
+      br->winner = c.tiling;
+      br->winner_us = c.mean_us;
+    }
+  }
+  const bool all_seen = workloads > 0 && std::all_of(seen.begin(), seen.end(), [](bool b) { return b; });
+  double sum = 0;
+  for (double v : best) sum += v;
+  br->best_each_us = all_seen ? sum / double(workloads) : 0.0;
 }
 
 std::vector<BucketGroup> group_by_bucket(const BenchSuite& suite) {

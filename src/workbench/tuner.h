@@ -72,6 +72,9 @@ struct TuneBucketResult {
   std::string winner;
   double winner_us = 0;
   double default_us = 0;         // mean over the workloads of each one's default tiling (0 = unknown)
+  // Mean over the workloads of each one's fastest tiling (0 = some workload had none): what a
+  // choice per workload would give, against the one tiling a bucket can hold (the winner).
+  double best_each_us = 0;
   bool written = false;          // the winner went into the cache
   std::string decision;          // one line: what was written and why
 };
@@ -82,6 +85,10 @@ struct TuneReport {
   std::string cache_path;
   std::vector<TuneBucketResult> buckets;
 };
+
+// Fills the bucket's winner (the lowest mean span among the tilings timed on all `workloads`),
+// each candidate's mean_us and best_each_us from the candidates' spans.
+void summarize_bucket(size_t workloads, TuneBucketResult* br);
 
 // Runs the tuner (see the file comment). Fails on setup errors (op, suite, the arch gate, a
 // corrupt cache file it would overwrite); per-tiling failures are recorded in the report.

@@ -492,5 +492,33 @@ TEST(TunerRun, UnknownSuiteIsNotFound) {
   EXPECT_FALSE(tune(k, o, &r).is_ok());
 }
 
+// The winner is the best mean over tilings timed everywhere; best_each_us takes each workload's
+// fastest tiling, dropped ones included for the workloads they ran on.
+TEST(TunerSummary, WinnerAndBestOfEachWorkload) {
+  TuneBucketResult b;
+  b.candidates = {{"a", "", {10.0, 20.0, 30.0}, 0},
+                  {"b", "", {12.0, 15.0, 31.0}, 0},
+                  {"c", "w2: verification failed", {8.0}, 0},
+                  {"d", "invalid", {}, 0}};
+  summarize_bucket(3, &b);
+  ASSERT_TRUE(b.has_winner);
+  EXPECT_EQ(b.winner, "b");
+  EXPECT_DOUBLE_EQ(b.winner_us, (12.0 + 15.0 + 31.0) / 3);
+  EXPECT_DOUBLE_EQ(b.candidates[0].mean_us, 20.0);
+  EXPECT_DOUBLE_EQ(b.candidates[2].mean_us, 0.0);  // not timed on every workload
+  EXPECT_DOUBLE_EQ(b.best_each_us, (8.0 + 15.0 + 30.0) / 3);
+}
+
+TEST(TunerSummary, NoBestOfEachWhenAWorkloadHadNoTiling) {
+  TuneBucketResult b;
+  b.candidates = {{"a", "w1: failed to launch", {10.0}, 0}};
+  summarize_bucket(2, &b);
+  EXPECT_FALSE(b.has_winner);
+  EXPECT_DOUBLE_EQ(b.best_each_us, 0.0);
+  summarize_bucket(0, &b);
+  EXPECT_FALSE(b.has_winner);
+  EXPECT_DOUBLE_EQ(b.best_each_us, 0.0);
+}
+
 }  // namespace
 }  // namespace mlakit
