@@ -14,6 +14,12 @@
 //     longest range plus Params::whole units (tiling field w, default 8): about what splits cost
 //     a CTA (partials stored and merged at the end, Q loaded per piece, the wait for an item's
 //     slowest piece; docs/kernels/mla_decode_v1_paged.md, "Whole items").
+//   - aligned pieces (the 16-row kernel, where whole items cannot be taken and the batch has 2..n
+//     requests): item b in k_b = max(1, floor(len_b n / W)) equal pieces, CTA K_b + j holding
+//     piece j (K_b = k_0 + ... + k_{b-1}; CTAs from sum k_b on hold none), so that no CTA holds
+//     parts of two items: one Q, one partial and one merge per CTA instead of two. Equal lengths
+//     give every item the same k: 32 requests of 4k over 132 CTAs are 4 pieces each on 128 CTAs.
+//     Taken under the same rule as whole items (its longest range against the units cut's).
 #pragma once
 
 #include <cstdint>
@@ -47,6 +53,9 @@ struct Range {
   int first, last;     // requests
   int64_t first_unit;  // first unit of request `first`
   bool whole;          // the whole-items cut: every item of the range is held whole
+  bool aligned;        // the aligned-pieces cut: the range is piece (cta - item_cta) of item `first`
+  int item_cta;        // (aligned) the CTA holding the item's first piece
+  int item_pieces;     // (aligned) the item's pieces
   __device__ bool empty() const { return lo >= hi; }
 };
 
@@ -59,6 +68,7 @@ struct Piece {
   int first_cta;   // the CTA holding the item's first unit (its counters)
   int pieces;      // CTAs holding a part of the item (1: not split)
   int slot;        // this CTA's partial slot for the item (when split)
+  bool aligned;    // cut in aligned pieces: every piece in slot 0 of its CTA (its only item)
 };
 
 __device__ __forceinline__ Piece piece_of(const Params& p, const Range& r, int qpos, int b, int64_t unit) {
@@ -74,15 +84,16 @@ __device__ __forceinline__ Piece piece_of(const Params& p, const Range& r, int q
   pc.begin = int(t0 * kUnitRows);
   const int end = int(t1 * kUnitRows < rows ? t1 * kUnitRows : rows);
   pc.count = end > pc.begin ? end - pc.begin : 0;
-  pc.first_cta = r.whole ? int(blockIdx.x) : owner(unit, n, r.total);
-  pc.pieces = r.whole ? 1 : owner(unit + pc.units - 1, n, r.total) - pc.first_cta + 1;
+  pc.first_cta = r.whole ? int(blockIdx.x) : r.aligned ? r.item_cta : owner(unit, n, r.total);
+  pc.pieces = r.whole ? 1 : r.aligned ? r.item_pieces : owner(unit + pc.units - 1, n, r.total) - pc.first_cta + 1;
   pc.slot = b == r.first ? 0 : 1;
+  pc.aligned = r.aligned;
   return pc;
 }
 
 // The partial slot that CTA first_cta + j of a split item wrote it into.
 __device__ __forceinline__ int slot_of_piece(const Piece& pc, int j, int n, int64_t total) {
-  return j == 0 && boundary(pc.first_cta, n, total) < pc.unit ? 1 : 0;
+  return !pc.aligned && j == 0 && boundary(pc.first_cta, n, total) < pc.unit ? 1 : 0;
 }
 
 // Block-wide exclusive scan of one int64 per thread (kThreads threads); `scratch` holds 32. With
@@ -186,12 +197,64 @@ __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan,
     }
   }
   __syncthreads();
+  r.aligned = false;
+  r.item_cta = 0;
+  r.item_pieces = 0;
   if (!whole_possible) {
     r.whole = false;
     r.first = int(sched[0]);
     r.first_unit = sched[1];
     r.last = int(sched[2]);
-    __syncthreads();  // every read of sched is done
+    // The aligned pieces (block-uniform condition: every thread takes the same barriers). The scan
+    // reuses `scan`: its last reads were before the barrier above.
+    if constexpr (kSkipWhole) if (p.batch > 1 && p.batch <= n) {
+      // floor(len n / W) in double: exact operands, a correctly rounded quotient (an integer
+      // quotient stays one), and no 64-bit integer division in the code (+27 % of the kernel's).
+      const auto pieces_of = [&](uint32_t len) {
+        return max(1u, uint32_t(double(len) * double(n) / double(r.total)));
+      };
+      int64_t k_mine = 0, widest_mine = 0;
+#pragma unroll 1
+      for (int b = b0; b < b1; ++b) {
+        const uint32_t len = uint32_t(item_units(visible_rows(p, b, qpos))), k = pieces_of(len);
+        k_mine += k;
+        widest_mine = max(widest_mine, int64_t((len + k - 1) / k));
+      }
+      int64_t k_sum = 0, widest_aligned = 0;
+      const int64_t k_first = exclusive_scan<kThreads, true>(k_mine, widest_mine, scan, &k_sum, &widest_aligned);
+      if (k_sum <= n && widest_aligned <= widest_units + p.whole) {
+        int64_t* piece = edge_unit;  // [5]: item, its first unit, the range, its first piece's CTA and pieces
+        if (k_first <= cta && cta < k_first + k_mine) {
+          int64_t u = unit, kb = k_first;
+#pragma unroll 1
+          for (int b = b0; b < b1; ++b) {
+            const uint32_t len = uint32_t(item_units(visible_rows(p, b, qpos))), k = pieces_of(len);
+            if (kb <= cta && cta < kb + k) {
+              // floor(j len / k) in 32 bits: j (len / k) + j (len % k) / k, with j, len % k < k <= n.
+              const uint32_t j = uint32_t(cta - kb), q = len / k, rem = len % k;
+              piece[0] = b, piece[1] = u;
+              piece[2] = u + int64_t(j) * q + j * rem / k;
+              piece[3] = u + int64_t(j + 1) * q + (j + 1) * rem / k;
+              piece[4] = kb | (int64_t(k) << 32);
+            }
+            u += len, kb += k;
+          }
+        }
+        __syncthreads();
+        r.aligned = true;
+        if (cta < k_sum) {
+          r.first = r.last = int(piece[0]);
+          r.first_unit = piece[1];
+          r.lo = piece[2];
+          r.hi = piece[3];
+          r.item_cta = int(piece[4] & 0xffffffff);
+          r.item_pieces = int(piece[4] >> 32);
+        } else {
+          r.lo = r.hi = r.total;  // past the pieces: holds none
+        }
+      }
+    }
+    __syncthreads();  // every read of sched (and of the aligned piece) is done
     return r;
   }
   // The whole-items cut: the item edge nearest to boundary c (the lower one on a tie). Threads
