@@ -151,6 +151,12 @@ shapes=(
   "$MLA --b 4 --t 1000 --heads 32 --page-size 32 --mixed --tiling c24x4p4g3m64o1"
   "$MLA --b 1 --t 5000 --heads 128 --tiling c132x4p4g3m64o1"
   "$MLA_FLOOR --b 3 --t 3000 --s 2 --causal --heads 64 --tiling c16x4p4g3m64o1"
+  # ... requests cut into aligned pieces (one request per CTA, an idle CTA past the pieces): the
+  # 16-row kernel, the 64-row kernel's instance for them (equal and mixed lengths), its floor
+  "$MLA --b 3 --t 2000 --tiling c16x4p2"
+  "$MLA --b 3 --t 2000 --heads 128 --tiling c32x4p4g3m64o1"
+  "$MLA --b 2 --t 3000 --s 4 --causal --mixed --tiling c16x4p4g3m64o1"
+  "$MLA_FLOOR --b 3 --t 2000 --heads 128 --tiling c32x4p4g3m64o1"
 )
 only=${MLAKIT_SANITIZE_ONLY:-}
 picked() { [ -z "$only" ] || [[ "$1" =~ $only ]]; }

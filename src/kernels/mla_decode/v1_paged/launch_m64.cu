@@ -11,8 +11,18 @@ cudaError_t launch_m64(const Params& params, Work work, cudaStream_t stream) {
   const int smem = int(m64::kSmemBytes);
   const bool attention = work == Work::kAttention;
   kernels::timeline::begin(stream);  // the phase timeline of a MLAKIT_TIMELINE build; else nothing
+  // The instances that may cut requests into aligned pieces (the seesaw, the default pair, and its
+  // floor; schedule.cuh) for batches of at least two CTAs per request: there they took 9-15 % off
+  // (b8 x 4k at 128 heads, b32 x 4k at s_q 2, mixed s_q 4). Their code costs the consumers ~40
+  // bytes of spills: with fewer CTAs per request (b32 at 128 heads and s_q 2, b64 at 128 heads:
+  // whole requests or one piece each) they lost 2-3 %, so those run the plain instance, whose
+  // SASS is the one before the cut existed (mla devlog run 57).
+  const bool aligned = params.batch >= 2 && 2 * params.batch <= params.ctas_per_group;
   const cudaError_t e =
-      params.seesaw
+      params.seesaw && aligned
+          ? (attention ? kernels::launch_with_smem<m64::mla_m64_kernel<true, true, true>>(params, grid, block, smem, true, stream)
+                       : kernels::launch_with_smem<m64::mla_m64_kernel<false, true, true>>(params, grid, block, smem, true, stream))
+      : params.seesaw
           ? (attention ? kernels::launch_with_smem<m64::mla_m64_kernel<true, true>>(params, grid, block, smem, true, stream)
                        : kernels::launch_with_smem<m64::mla_m64_kernel<false, true>>(params, grid, block, smem, true, stream))
           : (attention ? kernels::launch_with_smem<m64::mla_m64_kernel<true, false>>(params, grid, block, smem, true, stream)

@@ -302,7 +302,9 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
 
 // kMath = false: the gather floor of this tiling (mla_decode.floor_stream.bf16): rows and Q only.
 // kSeesaw: the consumer pair's schedule (tiling field o1), else the lockstep pair.
-template <bool kMath, bool kSeesaw>
+// kAligned: the schedule may cut requests into aligned pieces (schedule.cuh; the host picks this
+// instance for 2 <= batch <= CTAs per group / 2: launch_m64.cu).
+template <bool kMath, bool kSeesaw, bool kAligned = false>
 __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& s = rows64::plan_at<SmemPlan>(smem_raw);
@@ -317,7 +319,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
     mbar_fence_init();
   }
   // Ordered before first use by locate_range's barriers.
-  const Range r = locate_range<kThreads>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
+  const Range r = locate_range<kThreads, false, kAligned>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
   MLAKIT_STAMP(threadIdx.x == 0, kSliced);  // the schedule computed
   MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
   if (r.empty()) {  // more CTAs than units: this one holds none

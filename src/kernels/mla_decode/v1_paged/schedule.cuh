@@ -14,8 +14,8 @@
 //     longest range plus Params::whole units (tiling field w, default 8): about what splits cost
 //     a CTA (partials stored and merged at the end, Q loaded per piece, the wait for an item's
 //     slowest piece; docs/kernels/mla_decode_v1_paged.md, "Whole items").
-//   - aligned pieces (the 16-row kernel, where whole items cannot be taken and the batch has 2..n
-//     requests): item b in k_b = max(1, floor(len_b n / W)) equal pieces, CTA K_b + j holding
+//   - aligned pieces (where whole items are not taken and the batch has 2..n requests; in the
+//     64-row kernel only its kAligned instance): item b in k_b = max(1, floor(len_b n / W)) equal pieces, CTA K_b + j holding
 //     piece j (K_b = k_0 + ... + k_{b-1}; CTAs from sum k_b on hold none), so that no CTA holds
 //     parts of two items: one Q, one partial and one merge per CTA instead of two. Equal lengths
 //     give every item the same k: 32 requests of 4k over 132 CTAs are 4 pieces each on 128 CTAs.
@@ -52,10 +52,15 @@ struct Range {
   int n;
   int first, last;     // requests
   int64_t first_unit;  // first unit of request `first`
-  bool whole;          // the whole-items cut: every item of the range is held whole
-  bool aligned;        // the aligned-pieces cut: the range is piece (cta - item_cta) of item `first`
-  int item_cta;        // (aligned) the CTA holding the item's first piece
-  int item_pieces;     // (aligned) the item's pieces
+  // The cut, in one register (Range stays live through the consumers' loops): 0 the units cut, -1
+  // whole items (every item of the range held whole), else aligned pieces: the item's pieces << 16
+  // | the CTA holding its first piece (the range is piece cta - that of item `first`).
+  int cut;
+  static_assert(kMaxCtas < (1 << 15), "a group's CTA index and piece count fit 16 and 15 bits");
+  __device__ bool whole() const { return cut < 0; }
+  __device__ bool aligned() const { return cut > 0; }
+  __device__ int item_cta() const { return cut & 0xffff; }
+  __device__ int item_pieces() const { return cut >> 16; }
   __device__ bool empty() const { return lo >= hi; }
 };
 
@@ -84,10 +89,10 @@ __device__ __forceinline__ Piece piece_of(const Params& p, const Range& r, int q
   pc.begin = int(t0 * kUnitRows);
   const int end = int(t1 * kUnitRows < rows ? t1 * kUnitRows : rows);
   pc.count = end > pc.begin ? end - pc.begin : 0;
-  pc.first_cta = r.whole ? int(blockIdx.x) : r.aligned ? r.item_cta : owner(unit, n, r.total);
-  pc.pieces = r.whole ? 1 : r.aligned ? r.item_pieces : owner(unit + pc.units - 1, n, r.total) - pc.first_cta + 1;
+  pc.first_cta = r.whole() ? int(blockIdx.x) : r.aligned() ? r.item_cta() : owner(unit, n, r.total);
+  pc.pieces = r.whole() ? 1 : r.aligned() ? r.item_pieces() : owner(unit + pc.units - 1, n, r.total) - pc.first_cta + 1;
   pc.slot = b == r.first ? 0 : 1;
-  pc.aligned = r.aligned;
+  pc.aligned = r.aligned();
   return pc;
 }
 
@@ -148,6 +153,87 @@ __device__ int64_t block_max(int64_t v, int64_t* scratch) {
   return m;
 }
 
+// The aligned-pieces cut (see the file comment): item b in k_b = max(1, floor(len_b n / W))
+// equal pieces, piece j on CTA K_b + j. Warp 0 computes it (B <= n requests: at most
+// ceil(n / 32) per lane), the other warps wait at the closing barrier; it writes piece[0..4] (this
+// CTA's item, its first unit, the range, its first piece's CTA | pieces << 32; when cta < sum k_b)
+// and piece[5] = sum k_b (the CTAs holding a piece) when the cut fits the rule, else -1. Every
+// thread of the CTA calls it, with 2 <= batch <= n; `piece` (6 int64 of free shared memory) is
+// readable after it. One warp and no block-wide scan: the 64-row kernel's consumers keep their
+// spills (a block-wide version, inlined or not, raised them from 84 / 176 to 124-136 / 184-248
+// bytes and cost 4 % on shapes that never take the cut).
+// floor(len n / W) in double: exact operands and a correctly rounded quotient (an integer quotient
+// stays one), and no 64-bit integer division in the code (those grew the 16-row kernel's by 27 %).
+__device__ __forceinline__ void aligned_pieces(const Params& p, int qpos, int cta, int n, int64_t total,
+                                               int64_t widest_units, int64_t* piece) {
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    const auto pieces_of = [&](uint32_t len) { return max(1u, uint32_t(double(len) * double(n) / double(total))); };
+    const int per = (p.batch + 31) / 32, b0 = lane * per, b1 = min(b0 + per, p.batch);
+    int64_t units = 0, widest = 0;
+    int k_mine = 0;
+#pragma unroll 1
+    for (int b = b0; b < b1; ++b) {
+      const uint32_t len = uint32_t(item_units(visible_rows(p, b, qpos))), k = pieces_of(len);
+      units += len;
+      k_mine += int(k);
+      widest = max(widest, int64_t((len + k - 1) / k));
+    }
+    int64_t u_inc = units;
+    int k_inc = k_mine;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int64_t u_up = __shfl_up_sync(0xffffffffu, u_inc, d);
+      const int k_up = __shfl_up_sync(0xffffffffu, k_inc, d);
+      if (lane >= d) u_inc += u_up, k_inc += k_up;
+      widest = max(widest, __shfl_xor_sync(0xffffffffu, widest, d));
+    }
+    const int k_sum = __shfl_sync(0xffffffffu, k_inc, 31);
+    const bool taken = k_sum <= n && widest <= widest_units + p.whole;  // warp-uniform
+    int kb = k_inc - k_mine;
+    if (taken && kb <= cta && cta < kb + k_mine) {  // the lane holding this CTA's item
+      int64_t u = u_inc - units;
+#pragma unroll 1
+      for (int b = b0; b < b1; ++b) {
+        const uint32_t len = uint32_t(item_units(visible_rows(p, b, qpos))), k = pieces_of(len);
+        if (kb <= cta && cta < kb + int(k)) {
+          // floor(j len / k) in 32 bits: j (len / k) + j (len % k) / k, with j, len % k < k <= n.
+          const uint32_t j = uint32_t(cta - kb), q = len / k, rem = len % k;
+          piece[0] = b, piece[1] = u;
+          piece[2] = u + int64_t(j) * q + j * rem / k;
+          piece[3] = u + int64_t(j + 1) * q + (j + 1) * rem / k;
+          piece[4] = kb | (int64_t(k) << 32);
+        }
+        u += len, kb += int(k);
+      }
+    }
+    if (lane == 0) piece[5] = taken ? k_sum : -1;
+  }
+  __syncthreads();
+}
+
+// Takes the aligned pieces into `r` where they fit (every thread calls it, as aligned_pieces, with
+// 2 <= batch <= n, after a barrier that ended every read of `piece`); ends with a barrier after
+// which `piece` is free.
+__device__ __forceinline__ void take_aligned_pieces(const Params& p, int qpos, int cta, int64_t widest_units,
+                                                    int64_t* piece, Range& r) {
+  aligned_pieces(p, qpos, cta, r.n, r.total, widest_units, piece);
+  const int64_t holding = piece[5];
+  if (holding >= 0) {
+    if (cta < holding) {
+      r.first = r.last = int(piece[0]);
+      r.first_unit = piece[1];
+      r.lo = piece[2];
+      r.hi = piece[3];
+      r.cut = int(piece[4] & 0xffff) | int(piece[4] >> 32) << 16;
+    } else {
+      r.lo = r.hi = r.total;  // past the pieces: holds none
+      r.cut = 1 << 16;
+    }
+  }
+  __syncthreads();  // every read of piece is done
+}
+
 // Every thread of the CTA calls it; ends with a CTA barrier after which `edge_scratch` (at least
 // kEdgeScratchBytes, 8-byte aligned: the ring before any copy) is free. Thread t sums the units of
 // requests [t K, t K + K); the scan gives W and each thread's first unit. The threads whose items
@@ -157,8 +243,11 @@ __device__ int64_t block_max(int64_t v, int64_t* scratch) {
 // the group runs. kSkipWhole: first decide from the longest item whether the whole-items cut can
 // be taken at all, and skip its edges when not (the 16-row kernel; the m64 kernel keeps the plain
 // schedule: the skip's registers pushed its consumers' spills from 72 to 80 bytes and its
-// compute-bound shapes lost 1-3 us, mla devlog run 37).
-template <int kThreads, bool kSkipWhole = false>
+// compute-bound shapes lost 1-3 us, mla devlog run 37). kAligned: the aligned pieces may be taken
+// (else the cut is one of the other two; the 64-row kernel has an instance of each: the code of
+// the aligned pieces' ranges in its loops costs its consumers ~40 bytes of spills, paid only by
+// the launches that may take them, 2 <= batch <= CTAs per group / 2: launch_m64.cu).
+template <int kThreads, bool kSkipWhole = false, bool kAligned = true>
 __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan, int64_t* sched, void* edge_scratch) {
   static_assert(kThreads <= kMaxScheduleThreads, "the schedule's scratch holds each thread's first unit");
   auto* first_unit = static_cast<int64_t*>(edge_scratch);  // [kThreads]
@@ -197,64 +286,15 @@ __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan,
     }
   }
   __syncthreads();
-  r.aligned = false;
-  r.item_cta = 0;
-  r.item_pieces = 0;
+  r.cut = 0;
   if (!whole_possible) {
-    r.whole = false;
     r.first = int(sched[0]);
     r.first_unit = sched[1];
     r.last = int(sched[2]);
-    // The aligned pieces (block-uniform condition: every thread takes the same barriers). The scan
-    // reuses `scan`: its last reads were before the barrier above.
-    if constexpr (kSkipWhole) if (p.batch > 1 && p.batch <= n) {
-      // floor(len n / W) in double: exact operands, a correctly rounded quotient (an integer
-      // quotient stays one), and no 64-bit integer division in the code (+27 % of the kernel's).
-      const auto pieces_of = [&](uint32_t len) {
-        return max(1u, uint32_t(double(len) * double(n) / double(r.total)));
-      };
-      int64_t k_mine = 0, widest_mine = 0;
-#pragma unroll 1
-      for (int b = b0; b < b1; ++b) {
-        const uint32_t len = uint32_t(item_units(visible_rows(p, b, qpos))), k = pieces_of(len);
-        k_mine += k;
-        widest_mine = max(widest_mine, int64_t((len + k - 1) / k));
-      }
-      int64_t k_sum = 0, widest_aligned = 0;
-      const int64_t k_first = exclusive_scan<kThreads, true>(k_mine, widest_mine, scan, &k_sum, &widest_aligned);
-      if (k_sum <= n && widest_aligned <= widest_units + p.whole) {
-        int64_t* piece = edge_unit;  // [5]: item, its first unit, the range, its first piece's CTA and pieces
-        if (k_first <= cta && cta < k_first + k_mine) {
-          int64_t u = unit, kb = k_first;
-#pragma unroll 1
-          for (int b = b0; b < b1; ++b) {
-            const uint32_t len = uint32_t(item_units(visible_rows(p, b, qpos))), k = pieces_of(len);
-            if (kb <= cta && cta < kb + k) {
-              // floor(j len / k) in 32 bits: j (len / k) + j (len % k) / k, with j, len % k < k <= n.
-              const uint32_t j = uint32_t(cta - kb), q = len / k, rem = len % k;
-              piece[0] = b, piece[1] = u;
-              piece[2] = u + int64_t(j) * q + j * rem / k;
-              piece[3] = u + int64_t(j + 1) * q + (j + 1) * rem / k;
-              piece[4] = kb | (int64_t(k) << 32);
-            }
-            u += len, kb += k;
-          }
-        }
-        __syncthreads();
-        r.aligned = true;
-        if (cta < k_sum) {
-          r.first = r.last = int(piece[0]);
-          r.first_unit = piece[1];
-          r.lo = piece[2];
-          r.hi = piece[3];
-          r.item_cta = int(piece[4] & 0xffffffff);
-          r.item_pieces = int(piece[4] >> 32);
-        } else {
-          r.lo = r.hi = r.total;  // past the pieces: holds none
-        }
-      }
-    }
-    __syncthreads();  // every read of sched (and of the aligned piece) is done
+    // The aligned pieces (block-uniform condition: every thread takes the same barriers; `scan`'s
+    // last reads were before the barrier above).
+    if (kAligned && p.batch > 1 && p.batch <= n) take_aligned_pieces(p, qpos, cta, widest_units, edge_unit, r);
+    __syncthreads();  // every read of sched is done
     return r;
   }
   // The whole-items cut: the item edge nearest to boundary c (the lower one on a tie). Threads
@@ -280,8 +320,9 @@ __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan,
   int64_t widest = 0;
   for (int c = threadIdx.x; c < n; c += kThreads) widest = max(widest, edge_unit[c + 1] - edge_unit[c]);
   const int64_t widest_whole = block_max<kThreads>(widest, scan);
-  r.whole = widest_whole <= widest_units + p.whole;
-  if (r.whole) {
+  const bool whole = widest_whole <= widest_units + p.whole;
+  r.cut = whole ? -1 : 0;
+  if (whole) {
     r.lo = cta < n ? edge_unit[cta] : r.total;
     r.hi = cta < n ? edge_unit[cta + 1] : r.total;
     r.first = cta < n ? edge_item[cta] : p.batch;
@@ -293,6 +334,8 @@ __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan,
     r.last = int(sched[2]);
   }
   __syncthreads();  // every read of edge_scratch and sched is done: the ring is the producers'
+  // The aligned pieces where the whole items are not kept (block-uniform: `whole` is).
+  if (kAligned && !whole && p.batch > 1 && p.batch <= n) take_aligned_pieces(p, qpos, cta, widest_units, edge_unit, r);
   return r;
 }
 
