@@ -15,10 +15,11 @@
 //     a CTA (partials stored and merged at the end, Q loaded per piece, the wait for an item's
 //     slowest piece; docs/kernels/mla_decode_v1_paged.md, "Whole items").
 //   - aligned pieces (where whole items are not taken and the batch has 2..n requests; in the
-//     64-row kernel only its kAligned instance): item b in k_b = max(1, floor(len_b n / W)) equal pieces, CTA K_b + j holding
-//     piece j (K_b = k_0 + ... + k_{b-1}; CTAs from sum k_b on hold none), so that no CTA holds
-//     parts of two items: one Q, one partial and one merge per CTA instead of two. Equal lengths
-//     give every item the same k: 32 requests of 4k over 132 CTAs are 4 pieces each on 128 CTAs.
+//     64-row kernel only its kAligned instance): item b in k_b = max(1, floor(len_b n / W)) equal
+//     pieces, CTA K_b + j holding piece j (K_b = k_0 + ... + k_{b-1}; CTAs from sum k_b on hold
+//     none), so that no CTA holds parts of two items: one Q, one partial and one merge per CTA
+//     instead of two. Equal lengths give every item the same k: 32 requests of 4k over 132 CTAs
+//     are 4 pieces each on 128 CTAs.
 //     Taken under the same rule as whole items (its longest range against the units cut's).
 #pragma once
 
@@ -159,9 +160,7 @@ __device__ int64_t block_max(int64_t v, int64_t* scratch) {
 // CTA's item, its first unit, the range, its first piece's CTA | pieces << 32; when cta < sum k_b)
 // and piece[5] = sum k_b (the CTAs holding a piece) when the cut fits the rule, else -1. Every
 // thread of the CTA calls it, with 2 <= batch <= n; `piece` (6 int64 of free shared memory) is
-// readable after it. One warp and no block-wide scan: the 64-row kernel's consumers keep their
-// spills (a block-wide version, inlined or not, raised them from 84 / 176 to 124-136 / 184-248
-// bytes and cost 4 % on shapes that never take the cut).
+// readable after it. One warp, shuffles and one barrier: a block-wide scan would add two.
 // floor(len n / W) in double: exact operands and a correctly rounded quotient (an integer quotient
 // stays one), and no 64-bit integer division in the code (those grew the 16-row kernel's by 27 %).
 __device__ __forceinline__ void aligned_pieces(const Params& p, int qpos, int cta, int n, int64_t total,
