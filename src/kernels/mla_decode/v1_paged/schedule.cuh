@@ -160,23 +160,21 @@ __device__ int64_t block_max(int64_t v, int64_t* scratch) {
 // CTA's item, its first unit, the range, its first piece's CTA | pieces << 32; when cta < sum k_b)
 // and piece[5] = sum k_b (the CTAs holding a piece) when the cut fits the rule, else -1. Every
 // thread of the CTA calls it, with 2 <= batch <= n; `piece` (6 int64 of free shared memory) is
-// readable after it. One warp, shuffles and one barrier: a block-wide scan would add two.
-// floor(len n / W) in double: exact operands and a correctly rounded quotient (an integer quotient
-// stays one), and no 64-bit integer division in the code (those grew the 16-row kernel's by 27 %).
+// readable after it. One warp, shuffles and one barrier: a block-wide scan would add two. The
+// arithmetic: traits.h (aligned_pieces_of, aligned_piece_start, aligned_widest).
 __device__ __forceinline__ void aligned_pieces(const Params& p, int qpos, int cta, int n, int64_t total,
                                                int64_t widest_units, int64_t* piece) {
   if (threadIdx.x < 32) {
     const int lane = threadIdx.x;
-    const auto pieces_of = [&](uint32_t len) { return max(1u, uint32_t(double(len) * double(n) / double(total))); };
     const int per = (p.batch + 31) / 32, b0 = lane * per, b1 = min(b0 + per, p.batch);
     int64_t units = 0, widest = 0;
     int k_mine = 0;
 #pragma unroll 1
     for (int b = b0; b < b1; ++b) {
-      const uint32_t len = uint32_t(item_units(visible_rows(p, b, qpos))), k = pieces_of(len);
+      const uint32_t len = uint32_t(item_units(visible_rows(p, b, qpos))), k = aligned_pieces_of(len, n, total);
       units += len;
       k_mine += int(k);
-      widest = max(widest, int64_t((len + k - 1) / k));
+      widest = max(widest, int64_t(aligned_widest(len, k)));
     }
     int64_t u_inc = units;
     int k_inc = k_mine;
@@ -194,13 +192,12 @@ __device__ __forceinline__ void aligned_pieces(const Params& p, int qpos, int ct
       int64_t u = u_inc - units;
 #pragma unroll 1
       for (int b = b0; b < b1; ++b) {
-        const uint32_t len = uint32_t(item_units(visible_rows(p, b, qpos))), k = pieces_of(len);
+        const uint32_t len = uint32_t(item_units(visible_rows(p, b, qpos))), k = aligned_pieces_of(len, n, total);
         if (kb <= cta && cta < kb + int(k)) {
-          // floor(j len / k) in 32 bits: j (len / k) + j (len % k) / k, with j, len % k < k <= n.
-          const uint32_t j = uint32_t(cta - kb), q = len / k, rem = len % k;
+          const uint32_t j = uint32_t(cta - kb);
           piece[0] = b, piece[1] = u;
-          piece[2] = u + int64_t(j) * q + j * rem / k;
-          piece[3] = u + int64_t(j + 1) * q + (j + 1) * rem / k;
+          piece[2] = u + aligned_piece_start(len, k, j);
+          piece[3] = u + aligned_piece_start(len, k, j + 1);
           piece[4] = kb | (int64_t(k) << 32);
         }
         u += len, kb += int(k);

@@ -50,6 +50,24 @@ constexpr int kMaxScheduleThreads = 512;
 constexpr size_t kEdgeScratchBytes =
     kMaxScheduleThreads * sizeof(int64_t) + (size_t(kMaxCtas) + 1) * (sizeof(int64_t) + sizeof(int));
 
+// The schedule's aligned-pieces cut (schedule.cuh), its arithmetic host-safe so that the CPU tests
+// model the cut with the kernel's own functions (tests/cpu/test_mla_cut.cpp).
+// An item of `len` units in a group of `total` units cut over n <= total CTAs takes
+// max(1, floor(len n / total)) pieces. In double: exact operands (len n < 2^53) and a correctly
+// rounded quotient, so an integer quotient stays one, and no 64-bit integer division in the kernel
+// (those grew the 16-row kernel's code by 27 %).
+MLAKIT_HOST_DEVICE inline uint32_t aligned_pieces_of(uint32_t len, int n, int64_t total) {
+  const uint32_t k = uint32_t(double(len) * double(n) / double(total));
+  return k > 1u ? k : 1u;
+}
+// The first unit of piece j of k (j <= k <= n) of an item of `len` units, from the item's start:
+// floor(j len / k) in 32 bits, as j (len / k) + j (len % k) / k (j and len % k are below k).
+MLAKIT_HOST_DEVICE inline int64_t aligned_piece_start(uint32_t len, uint32_t k, uint32_t j) {
+  return int64_t(j) * (len / k) + j * (len % k) / k;
+}
+// The widest piece of an item cut into k: ceil(len / k) units.
+MLAKIT_HOST_DEVICE inline uint32_t aligned_widest(uint32_t len, uint32_t k) { return (len + k - 1) / k; }
+
 // The compiled (stages, producers) pairs; 5 stages would exceed the 227 KB of an SM next to the
 // separate Q buffer.
 constexpr Pipe kPipes[] = {{3, 1}, {4, 1}, {4, 2}, {4, 4}};
