@@ -22,4 +22,4 @@ tu_nvcc_line "$BUILD" "$SRC"
 case "$OUTFILE" in /*) ;; *) OUTFILE="$PWD/$OUTFILE" ;; esac
 [ -z "$rev" ] || tu_at_rev "$rev"
 (cd "$BUILD" && eval "${TU_CMD/ -c / }$(tu_quote "$@") -cubin -o $(printf '%q' "$OUTFILE")")  # the source stays
-echo "cubin_of: $OUTFILE${rev:+ (sources of $rev)}"
+echo "cubin_of: $OUTFILE${rev:+ (sources of $rev = ${TU_REV_ID:-?})}"

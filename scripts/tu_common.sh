@@ -49,10 +49,13 @@ tu_bare() {
 
 # tu_at_rev REV: TU_CMD reads the unit and the project's own headers from a temporary worktree of
 # REV (removed when the script exits; made once, so several units of one call share it);
-# third-party headers under .deps/ and the build's generated ones stay as they are.
+# third-party headers under .deps/ and the build's generated ones stay as they are. TU_REV_ID is
+# the commit REV names here ("HEAD" is this checkout's, which a copied tree may not have moved):
+# the scripts print it beside REV.
 tu_at_rev() {
   if [ -z "${TU_TREE:-}" ]; then
     git rev-parse --verify --quiet "$1^{commit}" >/dev/null || tu_fail "--rev: '$1' is not a commit"
+    TU_REV_ID=$(git rev-parse --short "$1^{commit}")
     TU_TREE=$(mktemp -d)
     trap 'git worktree remove --force "$TU_TREE" >/dev/null 2>&1 || rm -rf "$TU_TREE"' EXIT
     git worktree add --detach --quiet "$TU_TREE" "$1"

@@ -60,5 +60,5 @@ link=${link/ libmlakit_kernels.a / ${objs}libmlakit_kernels.a }
 (cd "$BUILD" && eval "$link")
 printf '%s\n' "$*" >"$out/flags"
 # The path alone on stdout (B=$(scripts/variant_build.sh ...) takes it), what was built on stderr.
-echo "variant_build: $out/mlakit (${SRC}${rev:+ at $rev}${*:+ with $*})" >&2
+echo "variant_build: $out/mlakit (${SRC}${rev:+ at $rev = ${TU_REV_ID:-?}}${*:+ with $*})" >&2
 echo "$out/mlakit"

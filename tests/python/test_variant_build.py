@@ -67,5 +67,10 @@ def test_a_variant_links_and_runs():
             assert r.returncode == 2 and message in r.stderr, (bad, r.stderr)
         r = run("--rev", "no-such-revision", build, name, "src/kernels/dsa_decode/check_indices.cu")
         assert r.returncode == 2 and "is not a commit" in r.stderr
+        # A revision's build names the commit it compiled (HEAD is the checkout's own, which a
+        # copied tree need not have moved).
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        r = run("--rev", "HEAD", build, name, "src/kernels/dsa_decode/check_indices.cu")
+        assert r.returncode == 0 and f"at HEAD = {head.stdout.strip()})" in r.stderr, r.stderr
     finally:
         shutil.rmtree(build / "variants" / name, ignore_errors=True)
