@@ -215,7 +215,8 @@ class V1Paged final : public MlaKernel {
       std::snprintf(buf, sizeof buf,
                     "%s %s: one cooperative launch, grid %d x %d (CTAs per group x groups of 64 of the s_q %d x "
                     "%d heads query rows), each group's requests cut into equal ranges of 64-row units on the "
-                    "GPU (or kept whole where no range grows by more than %d units); 2 consumer warpgroups "
+                    "GPU (or kept whole, or with 2 to CTAs per group / 2 requests each cut into its own equal "
+                    "pieces, where no range grows by more than %d units); 2 consumer warpgroups "
                     "(%s, 64 query rows = M) + 1 producer warpgroup, %s shared memory (Q, P, %d stages of %d rows in the 128-byte swizzle%s), %s; "
                     "workspace %s",
                     info().key.c_str(), t.name().c_str(), ctas_per_group_of(p, t), groups, p.seq_q, p.num_heads,
@@ -233,8 +234,9 @@ class V1Paged final : public MlaKernel {
     std::snprintf(buf, sizeof buf,
                   "%s %s: one cooperative launch, grid %d x %d (CTAs per group x groups = s_q %d x %d head "
                   "blocks of 16), each group's requests cut into equal ranges of 64-row units on the GPU (or "
-                  "kept whole, or each cut into its own equal pieces, one request per CTA, where no range grows by more than %d units); %d consumer + %d producer warps, %s shared memory (%d stages of %d rows), bulk-copy "
-                  "gather, mma.sync m16n8k16; workspace %s",
+                  "kept whole, or each cut into its own equal pieces, one request per CTA, where no range grows "
+                  "by more than %d units); %d consumer + %d producer warps, %s shared memory (%d stages of %d "
+                  "rows), bulk-copy gather, mma.sync m16n8k16; workspace %s",
                   info().key.c_str(), t.name().c_str(), ctas_per_group_of(p, t), groups, p.seq_q, p.num_heads / kHeadBlock,
                   t.whole, kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
                   format_kb(workspace_bytes(p, t)).c_str());
