@@ -15,8 +15,9 @@ cudaError_t launch_m64(const Params& params, Work work, cudaStream_t stream) {
   // floor; schedule.cuh) for batches of at least two CTAs per request: there they took 9-15 % off
   // (b8 x 4k at 128 heads, b32 x 4k at s_q 2, mixed s_q 4). Their code costs the consumers ~40
   // bytes of spills: with fewer CTAs per request (b32 at 128 heads and s_q 2, b64 at 128 heads:
-  // whole requests or one piece each) they lost 2-3 %, so those run the plain instance, whose
-  // SASS is the one before the cut existed (mla devlog runs 58-59).
+  // whole requests or one piece each) they lost 2-3 %, so those run the plain instance (mla devlog
+  // runs 58-59; run 60: the plain instance there is ~3 % faster since its range and pieces are
+  // warp-uniform, and the aligned instance 10-11 % slower than it).
   const bool aligned = params.batch >= 2 && 2 * params.batch <= params.ctas_per_group;
   const cudaError_t e =
       params.seesaw && aligned

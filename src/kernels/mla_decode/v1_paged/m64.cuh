@@ -288,6 +288,11 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
     }
     if (pc.pieces == 1) {
       store_item(p, g, b, st, l_total, o);
+      // Every consumer's reads of red_sum (total_sums) end before the next item's writes (a split
+      // item's stores end with a barrier already). Without it, racecheck reported hazards
+      // between the two in the instance with warp-uniform ranges (mla devlog run 60), where the
+      // next pair's mbarrier hand-offs were meant to order them.
+      if (pc.count > 0 && b < r.last) pair_sync();
     } else {
       const int64_t gid = int64_t(g.index) * p.ctas_per_group + blockIdx.x;
       // The unnormalised partial into the piece's slot (64 rows); l = 0 marks a row that saw
