@@ -4,9 +4,11 @@ the machine code when a source change (or a change that should have changed noth
 time. No GPU needed.
 
 Usage:
-  python3 scripts/sass_diff.py A B [--function REGEX] [--order OPS [--from REGEX] [--gap N]] [--diff N]
-                               [--ignore-registers] [--names OLD,NEW]
-  python3 scripts/sass_diff.py A --order OPS [--function REGEX] [--from REGEX] [--gap N]
+  python3 scripts/sass_diff.py A B [--function REGEX] [--region FROM[,TO]] [--count OPS]
+                               [--order OPS [--from REGEX] [--gap N]] [--diff N] [--ignore-registers]
+                               [--names OLD,NEW]
+  python3 scripts/sass_diff.py A (--order OPS | --count OPS) [--function REGEX] [--region FROM[,TO]]
+                               [--from REGEX] [--gap N]
 
 A and B: cubins (disassembled with the pinned nvdisasm, .deps/nvdisasm, or $NVDISASM) or the text
 of `nvdisasm -c`. scripts/cubin_of.sh compiles one translation unit of a build to a cubin with
@@ -28,9 +30,15 @@ order with repeats folded (LDGSTS x36) and (+N) where N >= --gap (default 8) oth
 come between two of them: how a warp's copies are issued, in one burst or spread out; --from starts it at the first instruction that matches (USETMAXREG.DEALLOC: a warp-specialized
 kernel's producer branch). --diff N prints up to N lines of a unified diff of each changed
 function's normalised listing. --ignore-registers masks register numbers first, so that a function
-whose registers were only renamed reads "same code" and the diff shows what moved. With A alone,
---order is required and each function's instruction count and order are printed (one build's
-prologue or producer read on its own).
+whose registers were only renamed reads "same code" and the diff shows what moved.
+--region FROM[,TO] restricts everything above to one part of each function: from its first
+instruction matching FROM up to, not including, the first one after it matching TO (the end
+without TO); `--region USETMAXREG.TRY_ALLOC,USETMAXREG.DEALLOC` is a warp-specialized kernel's
+consumer branch. A function without FROM says so. --count OPS prints the counts of the listed
+opcodes in each build even where they are equal (`--count R2UR,HGMMA,LDL,STL`: per-thread wgmma
+descriptors moved to uniform registers, and local memory; mla devlog run 60). With A alone,
+--order or --count is required and each function's instruction count, counts and order are
+printed (one build's prologue or producer read on its own).
 
 Exit status: 0 (also when the builds differ); 2 for bad arguments or a file that cannot be read.
 docs/workbench.md, "SASS of two builds".
@@ -49,7 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 HEADER = re.compile(r"^//-+ \.text\.(\S+) -+$")
 INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;?\s*$")
-PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
+PREDICATE = re.compile(r"^@!?U?P[T0-9#]+\s+")  # "#": a register number masked by --ignore-registers
 LABEL = re.compile(r"\.L_x_\d+")
 REGISTER = re.compile(r"\b(U?R|U?P)(\d+|Z|T)\b")
 
@@ -138,6 +146,28 @@ def order(instructions, ops, start=None, gap=8):
     return [op if n <= 1 else f"{op} x{n}" for op, n in seq]
 
 
+def region(instructions, bounds):
+    """The part of a function that --region selects: from its first instruction matching
+    bounds[0] up to, not including, the first one after it matching bounds[1] (None: the end).
+    None when no instruction matches bounds[0]; the whole function when bounds is None."""
+    if bounds is None:
+        return instructions
+    start, end = bounds
+    first = next((i for i, ins in enumerate(instructions) if start.search(ins)), None)
+    if first is None:
+        return None
+    last = len(instructions)
+    if end is not None:
+        last = next((i for i in range(first + 1, len(instructions)) if end.search(instructions[i])), last)
+    return instructions[first:last]
+
+
+def counts(instructions, ops):
+    """'R2UR 168, LDL 20': the count of each listed opcode, in the order given."""
+    c = collections.Counter(map(opcode, instructions))
+    return ", ".join(f"{op} {c[op]}" for op in ops)
+
+
 def demangled(names):
     """Readable names through c++filt where it is installed; the mangled ones otherwise."""
     tool = shutil.which("c++filt")
@@ -158,7 +188,8 @@ def selected(keys, pattern):
     return keys, readable
 
 
-def compare(fa, fb, pattern=None, ops=None, start=None, diff_lines=0, names=("A", "B"), gap=8):
+def compare(fa, fb, pattern=None, ops=None, start=None, diff_lines=0, names=("A", "B"), gap=8, bounds=None,
+            count_ops=None):
     """The report for the functions of two listings (functions()), as a list of lines."""
     keys, readable = selected(list(fa) + [k for k in fb if k not in fa], pattern)
     out = []
@@ -171,7 +202,17 @@ def compare(fa, fb, pattern=None, ops=None, start=None, diff_lines=0, names=("A"
         if k not in fa or k not in fb:
             out.append(f"   only in {na if k in fa else nb} ({len(fa[k] if k in fa else fb[k])} instructions)")
             continue
-        ia, ib = fa[k], fb[k]
+        ia, ib = region(fa[k], bounds), region(fb[k], bounds)
+        if ia is None or ib is None:
+            missing = " and ".join(n for n, i in ((na, ia), (nb, ib)) if i is None)
+            out.append(f"   no instruction matches --region's '{bounds[0].pattern}' in {missing}")
+            continue
+        if bounds is not None:
+            out.append(f"   region: from '{bounds[0].pattern}'" +
+                       (f" to '{bounds[1].pattern}'" if bounds[1] is not None else " to the end"))
+        if count_ops:
+            out.append(f"   count {na}: {counts(ia, count_ops)}")
+            out.append(f"   count {nb}: {counts(ib, count_ops)}")
         changed = [line for line in difflib.unified_diff(ia, ib, lineterm="", n=0)
                    if line[:1] in "+-" and not line.startswith(("+++", "---"))]
         verdict = "same code" if not changed else f"{len(changed)} lines differ"
@@ -194,16 +235,23 @@ def compare(fa, fb, pattern=None, ops=None, start=None, diff_lines=0, names=("A"
     return out
 
 
-def describe(fa, pattern=None, ops=None, start=None, gap=8):
-    """The report for the functions of one listing: instruction count and --order, as lines."""
+def describe(fa, pattern=None, ops=None, start=None, gap=8, bounds=None, count_ops=None):
+    """The report for the functions of one listing: instruction count, --count and --order, as lines."""
     keys, readable = selected(list(fa), pattern)
     if not keys:
         return ["no function" + (f" matches '{pattern.pattern}'" if pattern else " in the listing")]
     out = []
     for k in keys:
         out.append(f"== {readable[k]}")
-        out.append(f"   instructions: {len(fa[k])}")
-        out.append("   order: " + (", ".join(order(fa[k], ops, start, gap)) or "(none)"))
+        ins = region(fa[k], bounds)
+        if ins is None:
+            out.append(f"   no instruction matches --region's '{bounds[0].pattern}'")
+            continue
+        out.append(f"   instructions: {len(ins)}" + (f" (of {len(fa[k])})" if bounds is not None else ""))
+        if count_ops:
+            out.append(f"   count: {counts(ins, count_ops)}")
+        if ops:
+            out.append("   order: " + (", ".join(order(ins, ops, start, gap)) or "(none)"))
     return out
 
 
@@ -217,6 +265,10 @@ def main(argv=None):
     ap.add_argument("--gap", type=int, default=8, metavar="N",
                     help="in --order, mark N or more other instructions between two listed ones as (+N) (default 8)")
     ap.add_argument("--from", dest="start", help="start --order at the first instruction matching this regex")
+    ap.add_argument("--region", metavar="FROM[,TO]",
+                    help="only the part of each function from the first instruction matching FROM up to the next "
+                         "matching TO (regexes; USETMAXREG.TRY_ALLOC,USETMAXREG.DEALLOC: the consumer branch)")
+    ap.add_argument("--count", metavar="OPS", help="comma-separated opcodes whose counts to print in every build (R2UR,LDL)")
     ap.add_argument("--diff", type=int, default=0, metavar="N", help="print up to N lines of each changed function's diff")
     ap.add_argument("--ignore-registers", action="store_true",
                     help="compare with register numbers masked (a listing that only renamed registers is the same code)")
@@ -227,6 +279,22 @@ def main(argv=None):
         start = re.compile(args.start) if args.start else None
     except re.error as e:
         print(f"sass_diff: error: --function / --from: bad regex ({e})", file=sys.stderr)
+        return 2
+    bounds = None
+    if args.region is not None:
+        parts = args.region.split(",")
+        if len(parts) > 2 or not parts[0]:
+            print(f"sass_diff: error: --region takes FROM or FROM,TO (two regexes); got '{args.region}'",
+                  file=sys.stderr)
+            return 2
+        try:
+            bounds = (re.compile(parts[0]), re.compile(parts[1]) if len(parts) == 2 and parts[1] else None)
+        except re.error as e:
+            print(f"sass_diff: error: --region: bad regex ({e})", file=sys.stderr)
+            return 2
+    count_ops = [op.strip() for op in args.count.split(",") if op.strip()] if args.count is not None else None
+    if args.count is not None and not count_ops:
+        print("sass_diff: error: --count names no opcode", file=sys.stderr)
         return 2
     if args.start and not args.order:
         print("sass_diff: error: --from needs --order (it says where the order listing starts)", file=sys.stderr)
@@ -246,8 +314,8 @@ def main(argv=None):
         print("sass_diff: error: --order names no opcode", file=sys.stderr)
         return 2
     if args.b is None:
-        if not ops:
-            print("sass_diff: error: with one listing, --order is required (there is nothing to compare)",
+        if not ops and not count_ops:
+            print("sass_diff: error: with one listing, --order or --count is required (there is nothing to compare)",
                   file=sys.stderr)
             return 2
         if args.diff or args.names != "A,B":
@@ -262,7 +330,7 @@ def main(argv=None):
             print("sass_diff: error: no function in the file (expected a cubin or `nvdisasm -c` text)",
                   file=sys.stderr)
             return 2
-        print("\n".join(describe(fa, pattern, ops, start, args.gap)))
+        print("\n".join(describe(fa, pattern, ops, start, args.gap, bounds, count_ops)))
         return 0
     try:
         a, b = read_listing(args.a), read_listing(args.b)
@@ -273,7 +341,7 @@ def main(argv=None):
     if not fa and not fb:
         print("sass_diff: error: no function in either file (expected cubins or `nvdisasm -c` text)", file=sys.stderr)
         return 2
-    print("\n".join(compare(fa, fb, pattern, ops, start, args.diff, tuple(names), args.gap)))
+    print("\n".join(compare(fa, fb, pattern, ops, start, args.diff, tuple(names), args.gap, bounds, count_ops)))
     return 0
 
 

@@ -88,6 +88,10 @@ def test_diff_lines(tmp_path, capsys):
     (["--function", "("], "bad regex"),
     (["--names", "one"], "--names takes two labels"),
     (["--order", ","], "--order names no opcode"),
+    (["--count", ","], "--count names no opcode"),
+    (["--region", ",X"], "--region takes FROM or FROM,TO"),
+    (["--region", "A,B,C"], "--region takes FROM or FROM,TO"),
+    (["--region", "("], "--region: bad regex"),
 ])
 def test_bad_arguments_name_the_option(tmp_path, capsys, args, message):
     a = write(tmp_path, "a.sass", {"_Z3onev": BURST})
@@ -101,7 +105,7 @@ def test_one_listing_prints_its_order(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("== ") == 1 and "instructions: 9" in out
     assert "order: LDGSTS x2, (+1), LDGSTS x2" in out
-    for args, message in [([], "--order is required"), (["--order", "LDG", "--diff", "3"], "give B"),
+    for args, message in [([], "--order or --count is required"), (["--order", "LDG", "--diff", "3"], "give B"),
                           (["--order", "LDG", "--names", "x,y"], "give B")]:
         assert sass_diff.main([a] + args) == 2
         assert message in capsys.readouterr().err
@@ -126,3 +130,49 @@ def test_cubin_of_names_its_bad_argument(tmp_path):
     assert run.returncode == 2 and "BUILD_DIR" in run.stderr
     run = subprocess.run(["bash", str(script), "--rev"], capture_output=True, text=True)
     assert run.returncode == 2 and "--rev needs a revision" in run.stderr
+
+
+# A warp-specialized function: a prologue, the consumers' branch after TRY_ALLOC (descriptors moved
+# to uniform registers before each wgmma in B), the producers' after DEALLOC.
+CONSUMERS_A = ["S2R R0, SR_TID.X", "@P0 BRA `(.L_x_7)", "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xd8",
+               "UIADD3.64 UR6, UR4, 0x2, URZ", "HGMMA.64x64x16.F32.BF16 R24, gdesc[UR4], RZ",
+               "HGMMA.64x64x16.F32.BF16 R24, gdesc[UR6], R24", "EXIT",
+               "USETMAXREG.DEALLOC.CTAPOOL 0x48", "LDL R5, [R1+0x8]", "EXIT"]
+CONSUMERS_B = CONSUMERS_A[:3] + ["R2UR UR4, R152", "R2UR UR5, R153", "HGMMA.64x64x16.F32.BF16 R24, gdesc[UR4], RZ",
+                                 "IADD3 R152, P0, R152, 0x2, RZ", "R2UR UR4, R152", "R2UR UR5, R153",
+                                 "@!P1 HGMMA.64x64x16.F32.BF16 R24, gdesc[UR4], R24", "EXIT"] + CONSUMERS_A[7:]
+
+
+def test_region_and_counts(tmp_path, capsys):
+    a = write(tmp_path, "a.sass", {"_Z3onev": CONSUMERS_A, "_Z3twov": ["EXIT"]})
+    b = write(tmp_path, "b.sass", {"_Z3onev": CONSUMERS_B, "_Z3twov": ["EXIT"]})
+    args = [a, b, "--region", "USETMAXREG.TRY_ALLOC,USETMAXREG.DEALLOC", "--count", "R2UR,HGMMA,LDL"]
+    assert sass_diff.main(args) == 0
+    out = capsys.readouterr().out
+    one, two = out.split("== ")[1:]
+    assert "region: from 'USETMAXREG.TRY_ALLOC' to 'USETMAXREG.DEALLOC'" in one
+    assert "count A: R2UR 0, HGMMA 2, LDL 0" in one  # the producers' LDL lies outside the region
+    assert "count B: R2UR 4, HGMMA 2, LDL 0" in one  # a predicated HGMMA counts as HGMMA
+    assert "instructions: A 5, B 9 (+4)" in one
+    assert "no instruction matches --region's 'USETMAXREG.TRY_ALLOC' in A and B" in two
+    assert sass_diff.main([a, b, "--region", "USETMAXREG.DEALLOC", "--count", "LDL"]) == 0
+    out = capsys.readouterr().out.split("== ")[1]
+    assert "to the end" in out and "count A: LDL 1" in out and "same code" in out
+
+
+def test_one_listing_counts_in_a_region(tmp_path, capsys):
+    b = write(tmp_path, "b.sass", {"_Z3onev": CONSUMERS_B})
+    assert sass_diff.main([b, "--count", "R2UR,LDL", "--region", "TRY_ALLOC,DEALLOC"]) == 0
+    out = capsys.readouterr().out
+    assert "instructions: 9 (of 14)" in out and "count: R2UR 4, LDL 0" in out and "order:" not in out
+    assert sass_diff.main([b, "--count", "LDL"]) == 0
+    assert "instructions: 14" in capsys.readouterr().out
+
+
+def test_masked_predicates_are_not_opcodes(tmp_path, capsys):
+    a = write(tmp_path, "a.sass", {"_Z3onev": CONSUMERS_A})
+    b = write(tmp_path, "b.sass", {"_Z3onev": CONSUMERS_B})
+    assert sass_diff.main([a, b, "--ignore-registers"]) == 0
+    out = capsys.readouterr().out
+    assert "@" not in out.split("opcode")[1]  # "@!P1 HGMMA" counts as HGMMA with P1 masked too
+    assert sass_diff.opcode("@!P# HGMMA.64x64x16.F32.BF16 R#, gdesc[UR#], R#") == "HGMMA"
