@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/mla_decode/v1_paged/traits.h"
 
@@ -65,19 +66,20 @@ struct Range {
   __device__ bool empty() const { return lo >= hi; }
 };
 
-// `r` with every field lane 0's (the same in every lane, but loaded from shared memory or chosen by
-// a branch on such a value): the compiler then knows the loops and branches that follow are
-// warp-uniform, and keeps what derives from them in uniform registers. Call it with the whole warp.
-__device__ __forceinline__ Range warp_uniform(Range r) {
-  r.total = __shfl_sync(0xffffffffu, r.total, 0);
-  r.lo = __shfl_sync(0xffffffffu, r.lo, 0);
-  r.hi = __shfl_sync(0xffffffffu, r.hi, 0);
-  r.n = __shfl_sync(0xffffffffu, r.n, 0);
-  r.first = __shfl_sync(0xffffffffu, r.first, 0);
-  r.last = __shfl_sync(0xffffffffu, r.last, 0);
-  r.first_unit = __shfl_sync(0xffffffffu, r.first_unit, 0);
-  r.cut = __shfl_sync(0xffffffffu, r.cut, 0);
-  return r;
+// `v` with every 32-bit word lane 0's: the fields of a schedule value (a Range, a Piece), the same
+// in every lane but loaded from shared memory or chosen by a branch on such a value. The compiler
+// then knows the loops and branches that follow are warp-uniform, and keeps what derives from them
+// in uniform registers (docs/knowledge/loop-state-from-shared-memory-should-be-warp-uniform.md).
+// Call it with the whole warp.
+template <class T>
+__device__ __forceinline__ T warp_uniform(T v) {
+  static_assert(sizeof(T) % sizeof(uint32_t) == 0, "whole 32-bit words");
+  uint32_t w[sizeof(T) / sizeof(uint32_t)];
+  memcpy(w, &v, sizeof(T));
+#pragma unroll
+  for (auto& x : w) x = __shfl_sync(0xffffffffu, x, 0);
+  memcpy(&v, w, sizeof(T));
+  return v;
 }
 
 // One item's piece in this CTA.
@@ -109,20 +111,6 @@ __device__ __forceinline__ Piece piece_of(const Params& p, const Range& r, int q
   pc.pieces = r.whole() ? 1 : r.aligned() ? r.item_pieces() : owner(unit + pc.units - 1, n, r.total) - pc.first_cta + 1;
   pc.slot = b == r.first ? 0 : 1;
   pc.aligned = r.aligned();
-  return pc;
-}
-
-// `pc` with every field lane 0's (see warp_uniform(Range)). Call it with the whole warp.
-__device__ __forceinline__ Piece warp_uniform(Piece pc) {
-  pc.b = __shfl_sync(0xffffffffu, pc.b, 0);
-  pc.unit = __shfl_sync(0xffffffffu, pc.unit, 0);
-  pc.units = __shfl_sync(0xffffffffu, pc.units, 0);
-  pc.begin = __shfl_sync(0xffffffffu, pc.begin, 0);
-  pc.count = __shfl_sync(0xffffffffu, pc.count, 0);
-  pc.first_cta = __shfl_sync(0xffffffffu, pc.first_cta, 0);
-  pc.pieces = __shfl_sync(0xffffffffu, pc.pieces, 0);
-  pc.slot = __shfl_sync(0xffffffffu, pc.slot, 0);
-  pc.aligned = __shfl_sync(0xffffffffu, int(pc.aligned), 0) != 0;
   return pc;
 }
 
