@@ -13,11 +13,11 @@ cudaError_t launch_m64(const Params& params, Work work, cudaStream_t stream) {
   kernels::timeline::begin(stream);  // the phase timeline of a MLAKIT_TIMELINE build; else nothing
   // The instances that may cut requests into aligned pieces (the seesaw, the default pair, and its
   // floor; schedule.cuh) for batches of at least two CTAs per request: there they took 9-15 % off
-  // (b8 x 4k at 128 heads, b32 x 4k at s_q 2, mixed s_q 4). Their code costs the consumers ~40
-  // bytes of spills: with fewer CTAs per request (b32 at 128 heads and s_q 2, b64 at 128 heads:
-  // whole requests or one piece each) they lost 2-3 %, so those run the plain instance (mla devlog
-  // runs 58-59; run 60: the plain instance there is ~3 % faster since its range and pieces are
-  // warp-uniform, and the aligned instance 10-11 % slower than it).
+  // (b8 x 4k at 128 heads, b32 x 4k at s_q 2, mixed s_q 4). Their consumers spill 124 / 228 bytes
+  // and build their wgmma descriptors per thread (the plain instance: no spills, descriptors in
+  // uniform registers): with fewer CTAs per request (b32 at 128 heads and s_q 2, b64 at 128 heads:
+  // whole requests or one piece each) the aligned instance is 10-15 % slower than the plain one,
+  // so those run the plain instance (mla devlog runs 58-60).
   const bool aligned = params.batch >= 2 && 2 * params.batch <= params.ctas_per_group;
   const cudaError_t e =
       params.seesaw && aligned

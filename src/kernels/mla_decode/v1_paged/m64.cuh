@@ -329,9 +329,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   const Range found = locate_range<kThreads, false, kAligned>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
   // The range and each piece warp-uniform in the plain instance: its consumers then keep no value
   // in local memory (84 / 176 bytes of spills before) and run ~3 % faster where they bound the
-  // kernel. The aligned instance keeps both as they come: there the same change turned its wgmma
-  // descriptors into per-thread values moved to uniform registers before every wgmma and lost
-  // ~3 % (mla devlog run 60).
+  // kernel. The aligned instance keeps both as they come: its wgmma descriptors are per-thread
+  // values already (moved to uniform registers before each wgmma), the same change doubled those
+  // moves and it lost ~3 % (mla devlog run 60).
   constexpr bool kUniform = !kAligned;
   const Range r = kUniform ? warp_uniform(found) : found;
   MLAKIT_STAMP(threadIdx.x == 0, kSliced);  // the schedule computed
