@@ -257,9 +257,9 @@ __device__ __forceinline__ void take_aligned_pieces(const Params& p, int qpos, i
 // be taken at all, and skip its edges when not (the 16-row kernel; the m64 kernel keeps the plain
 // schedule: the skip's registers pushed its consumers' spills from 72 to 80 bytes and its
 // compute-bound shapes lost 1-3 us, mla devlog run 37). kAligned: the aligned pieces may be taken
-// (else the cut is one of the other two; the 64-row kernel has an instance of each: the cut costs
-// its consumers ~40 bytes of spills, paid only by the launches that may take it, 2 <= batch <=
-// CTAs per group / 2: launch_m64.cu).
+// (else the cut is one of the other two; the 64-row kernel has an instance of each: with the cut
+// its consumers spill and build their wgmma descriptors per thread, paid only by the launches that
+// may take it, 2 <= batch <= CTAs per group / 2: launch_m64.cu).
 template <int kThreads, bool kSkipWhole = false, bool kAligned = true>
 __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan, int64_t* sched, void* edge_scratch) {
   static_assert(kThreads <= kMaxScheduleThreads, "the schedule's scratch holds each thread's first unit");
