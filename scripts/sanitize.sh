@@ -12,7 +12,8 @@
 # or the graph tests only when it matches "quantizer" or "graph": a change to one kernel family
 # (say 'v2_fused|floor_gather|graph') is checked in part of the time; `make sanitize` runs all.
 # The whole run takes ~590 s on an H200 (275 clean lines); where one call is limited in time, two
-# runs cover the same: MLAKIT_SANITIZE_ONLY='dsa_decode', then 'mla_decode|quantizer|graph'.
+# runs cover the same: MLAKIT_SANITIZE_ONLY='dsa_decode', then 'mla_decode|quantizer|graph'
+# (the second ~375 s, its graph part alone ~160 s).
 set -uo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
