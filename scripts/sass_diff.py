@@ -168,6 +168,11 @@ def counts(instructions, ops):
     return ", ".join(f"{op} {c[op]}" for op in ops)
 
 
+def opcode_list(text):
+    """The opcodes of --order or --count ('LDGSTS, UTMALDG'), in the order given, blanks dropped."""
+    return [op.strip() for op in text.split(",") if op.strip()]
+
+
 def demangled(names):
     """Readable names through c++filt where it is installed; the mangled ones otherwise."""
     tool = shutil.which("c++filt")
@@ -292,7 +297,7 @@ def main(argv=None):
         except re.error as e:
             print(f"sass_diff: error: --region: bad regex ({e})", file=sys.stderr)
             return 2
-    count_ops = [op.strip() for op in args.count.split(",") if op.strip()] if args.count is not None else None
+    count_ops = opcode_list(args.count) if args.count is not None else None
     if args.count is not None and not count_ops:
         print("sass_diff: error: --count names no opcode", file=sys.stderr)
         return 2
@@ -309,7 +314,7 @@ def main(argv=None):
     if len(names) != 2 or not all(names):
         print(f"sass_diff: error: --names takes two labels, like old,new; got '{args.names}'", file=sys.stderr)
         return 2
-    ops = {op.strip() for op in args.order.split(",") if op.strip()} if args.order else None
+    ops = set(opcode_list(args.order)) if args.order else None
     if args.order and not ops:
         print("sass_diff: error: --order names no opcode", file=sys.stderr)
         return 2
