@@ -12,8 +12,9 @@
 # or the graph tests only when it matches "quantizer" or "graph": a change to one kernel family
 # (say 'v2_fused|floor_gather|graph') is checked in part of the time; `make sanitize` runs all.
 # The whole run prints 318 clean lines and takes over ten minutes on an H200; where one call is
-# limited in time, two runs cover the same: MLAKIT_SANITIZE_ONLY='dsa_decode' (224 lines, ~380 s beside a ctest run),
-# then 'mla_decode|quantizer|graph' (94 lines, ~375 s, its graph part alone ~160 s).
+# limited in time, two runs cover the same: MLAKIT_SANITIZE_ONLY='dsa_decode' (224 lines, ~380 s
+# beside a ctest run), then 'mla_decode|quantizer|graph' (94 lines, ~375 s, its graph part alone
+# ~160 s).
 set -uo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
