@@ -167,6 +167,9 @@ __device__ __forceinline__ int binade(float x) { return int((__float_as_uint(x) 
 struct RawTile {
   const uint8_t* stage[kTileStages];
   int rows;  // valid rows, 1..64
+  // Every member from the caller: a forgotten one must not compile to a null pointer.
+  __device__ RawTile(const uint8_t* first, const uint8_t* second, int valid_rows)
+      : stage{first, second}, rows(valid_rows) {}
   __device__ const uint8_t* row(int slot) const {
     return (slot < kStageRows ? stage[0] : stage[1]) + (slot % kStageRows) * kRawRowBytes;
   }
@@ -360,7 +363,7 @@ __device__ __forceinline__ void for_each_tile(Smem& s, int count, int v, Body&& 
     const int b0 = i % Stages, b1 = (i + 1) % Stages;
     mbar_wait(&s.full[b0], (i / Stages) & 1);
     if (two) mbar_wait(&s.full[b1], ((i + 1) / Stages) & 1);
-    body(RawTile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kTileRows, count - i * kStageRows)});
+    body(RawTile(s.ring[b0], two ? s.ring[b1] : s.ring[b0], min(kTileRows, count - i * kStageRows)));
     mbar_arrive(&s.empty[b0]);
     if (two) mbar_arrive(&s.empty[b1]);
   }
@@ -548,7 +551,7 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
     mbar_wait(&s.full[v], 0);
     MLAKIT_STAMP(threadIdx.x == 0, kFirstTile);
     MLAKIT_STAMP(threadIdx.x == 0, kLastTile);
-    const RawTile half{{s.ring[v], s.ring[v]}, min(kStageRows, rs.count - v * kStageRows)};
+    const RawTile half(s.ring[v], s.ring[v], min(kStageRows, rs.count - v * kStageRows));
     decode(std::integral_constant<int, kStageRows>{}, std::false_type{}, half, threadIdx.x == 0);
     mbar_arrive(&s.empty[v]);
   } else {

@@ -37,12 +37,16 @@ struct RowState {
 };
 
 // The two ring stages of a tile; a one-stage tile points both at the same stage (its second
-// half is masked, never multiplied).
+// half is masked, never multiplied). The zero row is a constructor argument, not a defaulted
+// member: a tile built without one would let P V read V at shared address 0 (a null pointer) for
+// the masked slots, where stale bits of another kernel can be NaN (0 x NaN = NaN).
 struct Tile {
   static_assert(kTileStages == 2, "row() picks one of two stages");
   const uint16_t* stage[kTileStages];
   int rows;               // valid rows, 1..64
-  const uint16_t* zeros;  // the warpgroup's zero row (WgPart::zeros)
+  const uint16_t* zeros;  // a zero row of kDimV dims in shared memory (WgPart::zeros)
+  __device__ Tile(const uint16_t* first, const uint16_t* second, int valid_rows, const uint16_t* zero_row)
+      : stage{first, second}, rows(valid_rows), zeros(zero_row) {}
   // A select, not an index: a run-time index into `stage` would put the tile in local memory.
   __device__ const uint16_t* row(int slot) const {
     return (slot < kStageRows ? stage[0] : stage[1]) + (slot % kStageRows) * kKvPitch;
@@ -230,7 +234,7 @@ __device__ __forceinline__ void walk_tiles(uint64_t* full, uint64_t* empty, uint
     const int b0 = i % Stages, b1 = (i + 1) % Stages;
     mbar_wait(&full[b0], (i / Stages) & 1);
     if (two) mbar_wait(&full[b1], ((i + 1) / Stages) & 1);
-    body(Tile{{ring[b0], two ? ring[b1] : ring[b0]}, min(kTileRows, count - i * kStageRows), zeros});
+    body(Tile(ring[b0], two ? ring[b1] : ring[b0], min(kTileRows, count - i * kStageRows), zeros));
     mbar_arrive(&empty[b0]);
     if (two) mbar_arrive(&empty[b1]);
   }

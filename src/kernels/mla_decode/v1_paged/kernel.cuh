@@ -53,7 +53,8 @@ __device__ void init_barriers(Smem& s) {
 // ---- producers -------------------------------------------------------------------------------
 
 // Warp-wide: rows [first, first + rows) of request b into one ring stage; rows past `rows` and
-// rows of a page id outside the cache are zeros (never read).
+// rows of a page id outside the cache are zeros (the contract reads a missing page as zero rows;
+// past `rows`, QK's masked columns read them).
 __device__ inline void fill_stage(const Params& p, int b, int first, int rows, uint16_t* dst, uint64_t* full,
                            uint64_t policy) {
   const MlaTensors& x = p.io;
@@ -190,7 +191,7 @@ template <int Stages, class Smem>
 __device__ void consume_piece(Smem& s, int count, int64_t& stage, float scale_log2, const uint32_t (&qa)[9][4],
                               dsa_v2::RowState& st, float (&o)[dsa_v2::kOTiles][4]) {
   walk_tiles<Stages>(s, count, stage, [&](int i, bool two, int b0, int b1) {
-    const dsa_v2::Tile tile{{s.ring[b0], two ? s.ring[b1] : s.ring[b0]}, min(kUnitRows, count - i * kStageRows)};
+    const dsa_v2::Tile tile(s.ring[b0], two ? s.ring[b1] : s.ring[b0], min(kUnitRows, count - i * kStageRows), s.zeros);
     dsa_v2::decode_tile(s, qa, tile, scale_log2, st, o);
   });
 }
@@ -215,22 +216,20 @@ __device__ inline void store_item(const Params& p, int64_t row0, const dsa_v2::R
 }
 
 // The unnormalised partial of a piece into partial slot `slot_row` (consumer threads): O as bf16
-// in whole 32-byte sectors (stored half a sector per instruction they cost the m64 kernel's split
-// shapes 2-4 us, the devlog's run 40), and (m, l): l = 0 for an empty piece (which writes no O),
-// which the merge skips.
+// in whole 32-byte sectors (a quad's half-sector stores cost the split shapes more), and (m, l):
+// l = 0 for an empty piece, which the merge skips. An empty piece still writes its O (zeros): the
+// merge loads every piece's O before it looks at l, and must never read one an earlier call left.
 __device__ inline void store_partial(const Params& p, int64_t slot_row, const dsa_v2::RowState& st,
                                      const float (&l_total)[2], const float (&o)[dsa_v2::kOTiles][4], bool empty) {
   static_assert(dsa_v2::kOTiles % 2 == 0, "tiles in pairs: 16 dims, one sector of bf16");
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
-  if (!empty) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      uint16_t* dst = p.part_o + (slot_row + g + 8 * r) * kDimV + warp * dsa_v2::kDimsPerWarp;
+  for (int r = 0; r < 2; ++r) {
+    uint16_t* dst = p.part_o + (slot_row + g + 8 * r) * kDimV + warp * dsa_v2::kDimsPerWarp;
 #pragma unroll
-      for (int j = 0; j < dsa_v2::kOTiles; j += 2)
-        store_bf16_tile_pair(dst + j * 8, pack_bf16x2(o[j][2 * r], o[j][2 * r + 1]),
-                             pack_bf16x2(o[j + 1][2 * r], o[j + 1][2 * r + 1]));
-    }
+    for (int j = 0; j < dsa_v2::kOTiles; j += 2)
+      store_bf16_tile_pair(dst + j * 8, pack_bf16x2(o[j][2 * r], o[j][2 * r + 1]),
+                           pack_bf16x2(o[j + 1][2 * r], o[j + 1][2 * r + 1]));
   }
   if (warp == 0 && q == 0) {
     p.part_ml[slot_row + g] = make_float2(empty ? -INFINITY : st.m[0], empty ? 0.f : l_total[0]);
@@ -247,6 +246,7 @@ __device__ inline void publish_piece(uint32_t* arrivals) {
 
 template <int Stages, class Smem>
 __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g) {
+  dsa_v2::write_zero_row(s);  // ordered before every P V by load_first_q's consumer barrier
   int64_t stage = 0;
   int items = 0;
   int64_t unit = r.first_unit;

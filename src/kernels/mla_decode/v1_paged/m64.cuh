@@ -25,7 +25,7 @@
 //   page of each row from block_table per lane, then 32 rows by 16-byte cp.async into the
 //   swizzled blocks (lane L: chunks L and 32 + L of ckv, L < 8: chunk L of kpe). Completion on
 //   the stage's mbarrier either way. Rows past the piece and rows of a page id
-//   outside the cache are zero-filled, never read.
+//   outside the cache are zero-filled (the contract's zero rows; masked past the piece).
 //   The end as the 16-row path (kernel.cuh), by the 256 consumer threads: every CTA holding a
 //   piece of a split item waits for the item and merges its share of the item's output chunks.
 #pragma once

@@ -118,6 +118,9 @@ struct SmemPlan {
   alignas(16) float s_part[kConsumerWarps][kHeadBlock * kSPitch];
   alignas(16) uint16_t ring[Stages][kStageElems];         // gathered rows [stage][32][576 + pad]
   alignas(16) uint16_t p[kHeadBlock * kPPitch];           // P, bf16 [16][64 + pad]
+  // P V reads this row in place of a tile's slots past its valid rows (the shared consumer's
+  // Tile::zeros); written by the consumers before their first barrier.
+  alignas(16) uint16_t zeros[kDimV];
 };
 
 constexpr size_t smem_bytes(int stages) {
