@@ -1,5 +1,7 @@
 #include "workbench/device_buffer.h"
 
+#include <algorithm>
+
 #include <cuda_runtime_api.h>
 
 #include "base/cuda_status.h"
@@ -8,12 +10,12 @@ namespace mlakit {
 
 DeviceBuffer::~DeviceBuffer() { release(); }
 
-Status DeviceBuffer::reserve(size_t bytes, const std::string& what) {
+Status DeviceBuffer::reserve(size_t bytes, const std::string& what, size_t zero_bytes) {
   if (bytes <= bytes_) return Status::ok();
   release();
   MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&ptr_, bytes), what));
   bytes_ = bytes;
-  return cuda_status(cudaMemset(ptr_, 0, bytes), what + " (zero-fill)");
+  return cuda_status(cudaMemset(ptr_, 0, std::min(bytes, zero_bytes)), what + " (zero-fill)");
 }
 
 void DeviceBuffer::release() {

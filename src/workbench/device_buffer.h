@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,11 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  // At least `bytes`; a new allocation is zero-filled (so a workspace starts as dsa_run asks),
-  // the old contents are not kept. `what` names it in errors.
-  Status reserve(size_t bytes, const std::string& what);
+  // At least `bytes`; the first `zero_bytes` of a new allocation are zero-filled (all of it by
+  // default), the rest is left as cudaMalloc gives it; the old contents are not kept. A workspace
+  // zeroes only its counters, so that compute-sanitizer's initcheck sees a kernel that reads a
+  // partial it never wrote. `what` names it in errors.
+  Status reserve(size_t bytes, const std::string& what, size_t zero_bytes = SIZE_MAX);
   // reserve, then a synchronous copy of `host`.
   template <class T>
   Status upload(const std::vector<T>& host, const std::string& what) {

@@ -1,6 +1,7 @@
 #include "workbench/verify.h"
 
 #include "base/cuda_status.h"
+#include "kernels/workbench/poison_shared.h"
 
 namespace mlakit {
 
@@ -35,6 +36,15 @@ Status DeviceOutputs::poison(const CallOutput& output) {
   return cuda_status(cudaMemsetAsync(output.data, 0xFF, output.bytes, stream_), "poison " + output.name);
 }
 
+Status DeviceOutputs::poison_scratch(int run) {
+  const uint32_t pattern = run % 2 == 0 ? kernels::kPoisonBf16 : kernels::kPoisonE4m3;
+  MLAKIT_RETURN_IF_ERROR(cuda_status(kernels::launch_poison_shared(pattern, false, stream_), "poison shared memory"));
+  if (run % 2 == 0 || workspace_.data == nullptr || workspace_.bytes <= workspace_.kept_bytes) return Status::ok();
+  return cuda_status(cudaMemsetAsync(static_cast<char*>(workspace_.data) + workspace_.kept_bytes, 0xFF,
+                                     workspace_.bytes - workspace_.kept_bytes, stream_),
+                     "poison the workspace");
+}
+
 Status DeviceOutputs::download(const CallOutput& output, void* host) {
   return cuda_status(cudaMemcpyAsync(host, output.data, output.bytes, cudaMemcpyDeviceToHost, stream_),
                      output.name + " download");
@@ -47,8 +57,10 @@ Status DeviceOutputs::finish(const std::string& what) {
 Status verify_call(const GpuCall& call, cudaStream_t stream, const std::vector<CallOutput>& outputs,
                    OutputMemory& memory, const std::string& what, VerifyResult* result) {
   std::vector<std::vector<unsigned char>> runs[2];
-  for (auto& run : runs) {
+  for (int r = 0; r < 2; ++r) {
+    auto& run = runs[r];
     for (const CallOutput& o : outputs) MLAKIT_RETURN_IF_ERROR(memory.poison(o));
+    MLAKIT_RETURN_IF_ERROR(memory.poison_scratch(r));
     MLAKIT_RETURN_IF_ERROR(call(stream));
     for (const CallOutput& o : outputs) {
       run.emplace_back(o.bytes);
