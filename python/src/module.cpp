@@ -5,8 +5,10 @@
 #include <nanobind/stl/string.h>
 
 #include "caches.h"
+#include "kernels/workbench/poison_shared.h"
 #include "dsa_call.h"
 #include "mla_call.h"
+#include "py_errors.h"
 #include "quantize_call.h"
 
 namespace nb = nanobind;
@@ -66,6 +68,21 @@ NB_MODULE(_C, m) {
   m.def("set_allocator", &py::set_python_allocator, "allocator"_a.none(),
         "Registers (shape, dtype_name, device_index) -> tensor for frameworks without a DLPack "
         "allocator; None clears it.");
+  // Test support: the stress tests poison shared memory between calls, as `mlakit verify` does.
+  m.def("_poison_shared_memory", [](uint32_t pattern, bool below_dynamic, uintptr_t stream) {
+    const cudaError_t e = mlakit::kernels::launch_poison_shared(pattern, below_dynamic,
+                                                                reinterpret_cast<cudaStream_t>(stream));
+    if (e != cudaSuccess) py::raise(PyExc_RuntimeError, std::string("poison shared memory: ") + cudaGetErrorString(e));
+  }, "pattern"_a, "below_dynamic"_a = true, "stream"_a = 0,
+        "Fills every SM's shared memory (the current device) with the 32-bit `pattern` on `stream`.");
+  m.attr("_POISON_BF16") = mlakit::kernels::kPoisonBf16;
+  m.attr("_POISON_E4M3") = mlakit::kernels::kPoisonE4m3;
+  m.def("_shared_window", [] {
+    uint32_t null_offset = 0, dynamic_offset = 0;
+    const cudaError_t e = mlakit::kernels::shared_window(&null_offset, &dynamic_offset);
+    if (e != cudaSuccess) py::raise(PyExc_RuntimeError, std::string("shared window: ") + cudaGetErrorString(e));
+    return nb::make_tuple(null_offset, dynamic_offset);
+  }, "(shared offset of a null pointer, of the dynamic allocation) on the current device.");
   m.def("empty_cache", &py::release_caches, "Frees cached workspaces and forgets cached plans.");
   m.def("cache_stats", [] {
     const py::CacheStats s = py::cache_stats();
