@@ -6,10 +6,11 @@
 # mla_decode with 16 and 64 query rows per CTA (both 64-row consumer pairs): split and merged
 # requests, requests kept whole,
 # causal groups, page sizes, layouts), the GPU quantizer's tests,
-# then the binding's CUDA-graph tests (capture, replay on new inputs) under
+# mixed-shape sequences (every workload of an edge suite in one process) under memcheck and
+# initcheck, then the binding's CUDA-graph tests (capture, replay on new inputs) under
 # memcheck and racecheck when PyTorch is there.
-# MLAKIT_SANITIZE_ONLY=REGEX (bash regex) runs only the shapes it matches, and the quantizer tests
-# or the graph tests only when it matches "quantizer" or "graph": a change to one kernel family
+# MLAKIT_SANITIZE_ONLY=REGEX (bash regex) runs only the shapes it matches, and the mixed sequences,
+# the quantizer tests or the graph tests only when it matches "mixed", "quantizer" or "graph": a change to one kernel family
 # (say 'v2_fused|floor_gather|graph') is checked in part of the time; `make sanitize` runs all.
 # The whole run prints 318 clean lines and takes over ten minutes on an H200; where one call is
 # limited in time, two runs cover the same: MLAKIT_SANITIZE_ONLY='dsa_decode' (224 lines, ~380 s
@@ -176,6 +177,26 @@ for tool in memcheck racecheck initcheck synccheck; do
       echo "[sanitize] $tool clean: $shape"
     else
       echo "[sanitize] $tool FAILED: $shape"; tail -n 30 /tmp/mlakit_san.log; fail=1
+    fi
+  done
+done
+# Mixed-shape sequences: one process verifies every workload of an edge suite one after the other
+# (shapes, page sizes, head counts, lengths 0 and 1, split and whole requests), one workspace
+# serving them all, its partials never zero-filled (initcheck sees a partial read before any call
+# wrote it) and poisoned between the two runs of each workload, shared memory poisoned before each
+# run. A single-shape run cannot see state one kernel leaves to the next.
+mixed=(
+  "mla_decode --suite mla-edge"
+  "dsa_decode --suite dsa-edge"
+  "dsa_decode --suite dsa-edge --kv fp8 --heads 128"
+)
+picked mixed && for tool in memcheck initcheck; do
+  for seq in "${mixed[@]}"; do
+    if MLAKIT_TIMER=events "$SAN" --tool "$tool" --error-exitcode 99 ./"$BUILD"/mlakit verify $seq --quiet \
+        >/tmp/mlakit_san.log 2>&1; then
+      echo "[sanitize] $tool clean: verify $seq ($(tail -n 1 /tmp/mlakit_san.log))"
+    else
+      echo "[sanitize] $tool FAILED: verify $seq"; tail -n 30 /tmp/mlakit_san.log; fail=1
     fi
   done
 done
