@@ -57,3 +57,17 @@ def test_every_section_says_when_evidence_and_what_to_do():
             missing = [p for p in PARTS if p not in body]
             assert not missing, f"{page.name}, '{heading}': missing {missing}"
 
+
+def test_links_into_the_knowledge_base_name_existing_pages():
+    # Every Markdown file but the changelog, which keeps the names the base had at each release.
+    skip = {".git", ".deps", "build", "out"}
+    docs = [p for p in ROOT.rglob("*.md")
+            if p.name != "CHANGELOG.md" and not skip.intersection(p.relative_to(ROOT).parts)]
+    assert KNOWLEDGE / "README.md" in docs
+    for doc in docs:
+        text = doc.read_text()
+        targets = re.findall(r"docs/knowledge/([A-Za-z0-9_-]+\.md)", text)
+        if doc.parent == KNOWLEDGE:
+            targets += re.findall(r"\]\(([A-Za-z0-9_-]+\.md)\)", text)
+        for name in targets:
+            assert (KNOWLEDGE / name).is_file(), f"{doc.relative_to(ROOT)} links to docs/knowledge/{name}, which does not exist"
