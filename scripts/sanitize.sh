@@ -49,35 +49,33 @@ shapes=(
   "$V1 --t 2 --topk 256 --num-pages 64 --valid 0 --tiling s4n64x2m8"
   "$V1 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n64x2m16"
   # v2_fused: split rows merged in-kernel by the row's CTAs (default gather and pipe), one CTA
-  # per row, empty rows, page size 1, every gather, the wgmma path, one producer warp
+  # per row, empty rows, page size 1, both gathers, one producer warp
   "$V2 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n32x4m1p2"
   "$V2 --t 2 --topk 2048 --num-pages 128 --tiling s1n64x4m1p2"
   "$V2 --t 2 --topk 256 --num-pages 64 --valid 0 --tiling s4n64x4m1p2"
   "$V2 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n32x4m1p2"
   # four producer warps, two per stage (the 16-head default): split rows, a one-split row (the
-  # staged output), partial stages; bulk rope rows and 16-byte cp.async rows
+  # staged output), partial stages; bulk rope rows
   "$V2 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n32x4m1p4"
   "$V2 --t 2 --topk 256 --num-pages 64 --valid 50 --tiling s1n64x4m1p4"
   "$V2 --t 3 --topk 512 --num-pages 64 --valid 300 --tiling s4n32x4m1p4g1"
-  "$V2 --t 2 --topk 256 --page-size 1 --num-pages 2048 --valid 100 --tiling s2n32x4m1p4g2"
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x3m1g1"
-  "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x5m1g2"
-  "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x4m1p4w1"
+  "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --tiling s4n32x5m1g1"
   # launches of 2-4 splits per row take the merge twin (FewSplits: the hybrid mma.sync shapes with
   # s2-s4 above and the default at T = 40); more splits take the same instance's general merge
   "$V2 --t 40 --topk 512 --num-pages 64 --valid 300"
   "$V2 --t 2 --topk 1024 --num-pages 64 --valid 900 --tiling s16n32x4m1p4"
-  # one CTA walking 32 stages: every ring buffer refilled many times (each gather, both MMAs)
+  # one CTA walking 32 stages: every ring buffer refilled many times (each gather)
   "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x3m1"
   "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p2"
-  "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p2g1w1"
-  "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x5m1g2"
+  "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x4m1p2g1"
+  "$V2 --t 1 --topk 1024 --num-pages 64 --tiling s1n64x5m1g1"
   # 32, 64 and 128 heads (one CTA per 16 heads and split): split rows merged per head block,
-  # one CTA per row, empty rows, the wgmma path
+  # one CTA per row, empty rows, the bulk gather
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 32 --tiling s4n32x4m1p2"
   "$V2 --t 2 --topk 256 --num-pages 64 --valid 0 --heads 64 --tiling s2n64x4m1p2"
   "$V2 --t 1 --topk 512 --num-pages 64 --heads 128 --tiling s1n64x4m1p2"
-  "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --heads 64 --tiling s4n32x4m1p2w1"
+  "$V2 --t 2 --topk 512 --num-pages 64 --valid 200 --heads 64 --tiling s4n32x4m1p2g1"
   # 32 heads per CTA (two consumer warpgroups on each tile): split and merged, one producer warp
   # walking many stages, empty rows
   "$V2 --t 2 --topk 512 --num-pages 64 --valid 300 --heads 64 --tiling s4n32x4m1p2h32"

@@ -224,7 +224,9 @@ TEST(V2Fused, ValidationNamesEveryRule) {
     return s.is_ok() ? std::string("ok") : s.message();
   };
   EXPECT_EQ(why(contest(8), "s16n64x4m1p2"), "ok");
-  EXPECT_EQ(why(contest(8), "s16n64x4m1p2g2w1"), "ok");
+  EXPECT_EQ(why(contest(8), "s16n64x4m1p2g1"), "ok");
+  EXPECT_NE(why(contest(8), "s16n64x4m1p2g2").find("g (gather) must be 0"), std::string::npos);
+  EXPECT_NE(why(contest(8), "s16n64x4m1p2w1").find("w (MMA path) must be 0"), std::string::npos);
   EXPECT_NE(why(contest(8), "s16n64x4m4p2").find("merges in the kernel: m must be 1"), std::string::npos);
   EXPECT_NE(why(contest(8), "s16n64x4m1p3").find("(stages, producers) = (4, 3) is not instantiated"),
             std::string::npos);

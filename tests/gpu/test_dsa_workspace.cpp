@@ -122,7 +122,7 @@ TEST(DsaWorkspace, EveryCallLeavesTheCountersZeroAndServesTheNextPlan) {
       {"dsa-contest", "contest-16", "", ""},
       {"dsa-contest", "contest-04", "", ""},
       {"dsa-contest", "contest-16", "", "s4n64x4m1p4"},
-      {"dsa-contest", "contest-16", "", "s16n64x4m1p2w1"},
+      {"dsa-contest", "contest-16", "", "s16n64x4m1p2g1"},
       {"dsa-contest", "contest-16", "", "s16n64x4m1p2b1"},
       {"dsa-contest-h64", "contest-16", "", "s8n64x4m1p2h32"},
       {"dsa-contest-h64", "contest-16", "", "s4n64x4m1p4g2w1h64"},

@@ -57,13 +57,12 @@ Instance instance_of(const DsaTiling& t) {
 // Registers per thread of an instance: the compiled kernel's when the facts are a live device's
 // (read once per instance), else the need traits.h documents for its MMA path.
 int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
-  const Mma mma = Mma(t.mma);
   const int wgs = wgs_of(t);
   const auto documented = [&] {
-    return wgs == kH64Blocks ? h64::kDocumentedRegisters : documented_registers(mma, wgs, t.producers);
+    return wgs == kH64Blocks ? h64::kDocumentedRegisters : documented_registers(wgs, t.producers);
   };
   if (!dev.live) return documented();
-  static std::array<std::atomic<int>, std::size(kPipeChoices) * 3 * 2 + std::size(kWidePipes) + 3> known{};
+  static std::array<std::atomic<int>, std::size(kPipeChoices) * 2 + std::size(kWidePipes) + 3> known{};
   size_t slot = 0;
   if (t.pool == 1) {
     slot = known.size() - 3 + size_t(wgs - 1);  // the two pooled instances
@@ -71,10 +70,10 @@ int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
     slot = known.size() - 1;
   } else if (wgs == 2) {
     while (kWidePipes[slot].stages != t.stages || kWidePipes[slot].producers != t.producers) ++slot;
-    slot += std::size(kPipeChoices) * 3 * 2;
+    slot += std::size(kPipeChoices) * 2;
   } else {
     while (kPipeChoices[slot].stages != t.stages || kPipeChoices[slot].producers != t.producers) ++slot;
-    slot = (slot * 3 + size_t(t.gather)) * 2 + size_t(t.mma);
+    slot = slot * 2 + size_t(t.gather);
   }
   if (int regs = known[slot].load(std::memory_order_relaxed); regs > 0) return regs;
   cudaFuncAttributes attr;
@@ -91,13 +90,15 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
   using dsa_ring::reject;
   if (t.merge_head_groups != 1) return reject(t, "v2_fused merges in the kernel: m must be 1; got " + std::to_string(t.merge_head_groups));
   if (t.cluster != 0) return reject(t, "v2_fused merges split rows through global memory: c must be 0; got " + std::to_string(t.cluster));
-  if (t.gather < 0 || t.gather > int(Gather::kCpAsync))
-    return reject(t, "g (gather) must be 0 (bulk ckv + cp.async kpe), 1 (bulk) or 2 (cp.async); got " +
-                         std::to_string(t.gather));
-  if (t.mma != int(Mma::kSync) && t.mma != int(Mma::kWgmma))
-    return reject(t, "w (MMA path) must be 0 (mma.sync) or 1 (wgmma); got " + std::to_string(t.mma));
   if (t.cta_heads != 16 && t.cta_heads != 32 && t.cta_heads != h64::kCtaHeads)
     return reject(t, "h (heads per CTA) must be 16, 32 or 64; got " + std::to_string(t.cta_heads));
+  if (t.cta_heads != h64::kCtaHeads) {
+    if (t.gather != int(Gather::kHybrid) && t.gather != int(Gather::kBulk))
+      return reject(t, "g (gather) must be 0 (bulk ckv + cp.async kpe) or 1 (bulk) with h16 and h32; got " +
+                           std::to_string(t.gather));
+    if (t.mma != int(Mma::kSync))
+      return reject(t, "w (MMA path) must be 0 (mma.sync) with h16 and h32 (w1 is h64's); got " + std::to_string(t.mma));
+  }
   if (t.pool != 0 && t.pool != 1) return reject(t, "b (pooled rows) must be 0 or 1; got " + std::to_string(t.pool));
   if (t.pool == 1 && !is_pooled_instance(instance_of(t)))
     return reject(t, "b1 (pooled rows) is compiled with x" + std::to_string(kPooledPipe.stages) + "p" +
@@ -165,9 +166,7 @@ class V2Fused final : public DsaKernel {
     return k;
   }
 
-  // The tuner's choices: splits, least rows per split, every compiled pipe, the two bulk gathers,
-  // mma.sync (cp.async and wgmma lost everywhere they were measured: the devlog's steps 2 and 6;
-  // they stay reachable with --tiling).
+  // The tuner's choices: splits, least rows per split, every compiled pipe, the two bulk gathers.
   // With 32 heads or more, also two consumer warpgroups per CTA (h32) over its compiled pipes; with
   // 64 or more, also the wgmma kernel of 64 heads per CTA (h64).
   std::vector<DsaTiling> search_space(const DsaProblem& p) const override {

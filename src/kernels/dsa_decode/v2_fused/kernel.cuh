@@ -36,7 +36,6 @@
 #include "kernels/dsa_decode/common/gather_ring.cuh"
 #include "kernels/dsa_decode/common/row_slice.cuh"
 #include "kernels/dsa_decode/v2_fused/consumer_mma.cuh"
-#include "kernels/dsa_decode/v2_fused/consumer_wgmma.cuh"
 
 namespace mlakit::dsa_v2 {
 
@@ -68,19 +67,15 @@ __device__ void load_q_share(const Params& p, uint16_t* q, int t, int head0, int
 }
 
 // Heads [head0, head0 + 16) of token t's Q into a warpgroup's `part` by cp.async where the
-// consumers do not load it (the wgmma path's swizzled blocks; pooled rows, whose CTA may change
-// rows), issued by the Q loader before the index row is known; the warp arrives on q_full
-// (working CTA) or waits for the copies (idle CTA: no copy may land in the smem of a finished CTA)
-// once the split is known.
-template <Mma M, class Part>
+// consumers do not load it (pooled rows, whose CTA may change rows), issued by the Q loader before
+// the index row is known; the warp arrives on q_full (working CTA) or waits for the copies (idle
+// CTA: no copy may land in the smem of a finished CTA) once the split is known.
+template <class Part>
 __device__ void load_q(const Params& p, Part& part, int t, int head0) {
   const DsaTensors& x = p.io;
   const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + t * x.q_nope_stride_t + head0 * x.q_nope_stride_h;
   const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + t * x.q_pe_stride_t + head0 * x.q_pe_stride_h;
-  if constexpr (M == Mma::kWgmma)
-    load_query_swizzled(q_nope, x.q_nope_stride_h, q_pe, x.q_pe_stride_h, part.qt());
-  else
-    load_query(q_nope, x.q_nope_stride_h, q_pe, x.q_pe_stride_h, kHeads, part.q);
+  load_query(q_nope, x.q_nope_stride_h, q_pe, x.q_pe_stride_h, kHeads, part.q);
 }
 
 // Producer warp `pw`: its stages of the split.
@@ -183,36 +178,6 @@ __device__ void store_partial(const Params& p, Part& part, SplitRows rows, int s
     p.part_ml[row0 + g] = make_float2(st.m[0], l_total[0]);
     p.part_ml[row0 + g + 8] = make_float2(st.m[1], l_total[1]);
   }
-}
-
-// wgmma path (one consumer warpgroup), from the staged O^T (smem [16][512] fp32, part.head_m /
-// part.head_l), consumer threads: one split writes O / l as bf16 and the lse; several write the
-// unnormalised partial.
-template <class Smem, class Part>
-__device__ void store_output_staged(const Params& p, Smem& s, const Part& part, int hb) {
-  const float* o = reinterpret_cast<const float*>(&s.ring[0][0]);
-  for (int c = threadIdx.x; c < kHeads * kDimV / 8; c += kConsumerThreads) {
-    const int h = c / (kDimV / 8), d0 = (c % (kDimV / 8)) * 8;
-    const float inv = fast_rcp(part.head_l[h]);
-    const float4 a = *reinterpret_cast<const float4*>(o + h * kDimV + d0);
-    const float4 b = *reinterpret_cast<const float4*>(o + h * kDimV + d0 + 4);
-    const uint4 packed{pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv),
-                       pack_bf16x2(b.x * inv, b.y * inv), pack_bf16x2(b.z * inv, b.w * inv)};
-    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) = packed;
-  }
-  if (threadIdx.x < kHeads)
-    p.io.lse[hb * kHeads + threadIdx.x] = part.head_m[threadIdx.x] + fast_log2(part.head_l[threadIdx.x]);
-}
-template <class Smem, class Part>
-__device__ void store_partial_staged(const Params& p, Smem& s, const Part& part, SplitRows rows, int split) {
-  const int64_t row0 = rows.first + split * rows.stride;
-  const auto* o = reinterpret_cast<const float4*>(&s.ring[0][0]);
-  auto* dst = reinterpret_cast<uint4*>(part_o_bf16(p) + row0 * kDimV);
-  for (int i = threadIdx.x; i < kHeads * kDimV / 8; i += kConsumerThreads) {
-    const float4 a = o[2 * i], b = o[2 * i + 1];
-    dst[i] = make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y), pack_bf16x2(b.z, b.w));
-  }
-  if (threadIdx.x < kHeads) p.part_ml[row0 + threadIdx.x] = make_float2(part.head_m[threadIdx.x], part.head_l[threadIdx.x]);
 }
 
 // Every CTA of the row has published its partial once this returns. The threads that wrote the
@@ -344,68 +309,57 @@ __device__ inline void merge_splits(const Params& p, int hb, int split, int spli
   merge_splits(p, block_rows(p, hb), hb, split, splits, threads);
 }
 
-// A consumer warpgroup's part of one split (either MMA path; wgmma with one warpgroup): its 16
-// heads over the tiles, then the result stored directly (one split) or as a partial (several).
-template <Mma M, int Stages, class Smem>
+// A consumer warpgroup's part of one split: its 16 heads over the tiles, then the result stored
+// directly (one split) or as a partial (several).
+template <int Stages, class Smem>
 __device__ void consume_and_store(const Params& p, Smem& s, WgPart& part, int hb, SplitRows rows, int split,
                                   const RowSlice& rs) {
-  if constexpr (M == Mma::kWgmma) {
-    HeadState st;
-    float o[kOBlocks][8] = {};
-    consume_rows_wgmma<Stages>(s, part, rs.count, p.scale_log2, st, o);
-    reduce_heads(part, st);
-    stage_output(s, o);
-    if (rs.splits == 1) store_output_staged(p, s, part, hb);
-    else store_partial_staged(p, s, part, rows, split);
-  } else {
-    RowState st;
-    float o[kOTiles][4] = {};
-    float l_total[2];
-    consume_rows<Stages>(s, part, rs.count, p.scale_log2, st, o);
-    reduce_row_sums(part, st, l_total);
-    MLAKIT_STAMP(threadIdx.x == 0, kRowSums);
-    if (rs.splits == 1) store_output(p, part, hb, st, l_total, o);
-    else store_partial(p, part, rows, split, st, l_total, o);
-  }
+  RowState st;
+  float o[kOTiles][4] = {};
+  float l_total[2];
+  consume_rows<Stages>(s, part, rs.count, p.scale_log2, st, o);
+  reduce_row_sums(part, st, l_total);
+  MLAKIT_STAMP(threadIdx.x == 0, kRowSums);
+  if (rs.splits == 1) store_output(p, part, hb, st, l_total, o);
+  else store_partial(p, part, rows, split, st, l_total, o);
 }
 
-// Who copies Q, before the index row's scan: on the mma.sync path the consumer warps, a share
-// each (load_q_share); the Q loader (the first producer warp) all of it (load_q) into wgmma's
-// swizzled blocks and with pooled rows, whose CTA may change rows.
-template <Mma M, bool Pooled>
-constexpr bool kQByConsumers = M == Mma::kSync && !Pooled;
+// Who copies Q, before the index row's scan: the consumer warps, a share each (load_q_share); with
+// pooled rows, whose CTA may change rows, the Q loader (the first producer warp) all of it (load_q).
+template <bool Pooled>
+constexpr bool kQByConsumers = !Pooled;
 
-template <Mma M, bool Pooled, int Wgs>
+template <bool Pooled, int Wgs>
 __device__ __forceinline__ bool copies_q(int warp) {
-  return kQByConsumers<M, Pooled> ? warp < kConsumerWarps * Wgs : warp == kConsumerWarps * Wgs;
+  return kQByConsumers<Pooled> ? warp < kConsumerWarps * Wgs : warp == kConsumerWarps * Wgs;
 }
 // The threads copies_q names: q_full's arrival count.
-template <Mma M, bool Pooled, int Wgs>
-constexpr uint32_t kQCopyThreads = kQByConsumers<M, Pooled> ? kConsumerThreads * Wgs : 32;
+template <bool Pooled, int Wgs>
+constexpr uint32_t kQCopyThreads = kQByConsumers<Pooled> ? kConsumerThreads * Wgs : 32;
 
 // This warp's copies of token t's Q for the CTA's heads (issued only).
-template <Mma M, bool Pooled, int Wgs, class Smem>
+template <bool Pooled, int Wgs, class Smem>
 __device__ __forceinline__ void issue_q(const Params& p, Smem& s, int t, int group, int warp) {
-  if (!copies_q<M, Pooled, Wgs>(warp)) return;
-  if constexpr (kQByConsumers<M, Pooled>) {
+  if (!copies_q<Pooled, Wgs>(warp)) return;
+  if constexpr (kQByConsumers<Pooled>) {
     const int w = consumer_wg();
     load_q_share<kConsumerWarps>(p, s.wg[w].q, t, (group * Wgs + w) * kHeads, warp % kConsumerWarps);
   } else {
-    for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], t, (group * Wgs + w) * kHeads);
+    for (int w = 0; w < Wgs; ++w) load_q(p, s.wg[w], t, (group * Wgs + w) * kHeads);
   }
 }
 
 // Once the split is known, the warps that copied Q post their copies on q_full (working CTA) or
 // wait for them (idle CTA: no copy may land in the smem of a finished CTA).
-template <Mma M, bool Pooled, int Wgs, class Smem>
+template <bool Pooled, int Wgs, class Smem>
 __device__ __forceinline__ void post_q(const Params& p, Smem& s, int t, int row, int group, int warp, bool works) {
-  if (!copies_q<M, Pooled, Wgs>(warp)) return;
+  if (!copies_q<Pooled, Wgs>(warp)) return;
   if (works && row != t) {  // a pooled CTA on another token's row: its Q replaces the own token's
     // cp.async copies of one thread are not ordered among themselves: the own token's must have
     // landed before the same bytes are copied again (the slice's copies never waited for them:
     // this warp copies no index row). Found by racecheck on the binding's pooled graph test.
     cp_async_wait<0>();
-    for (int w = 0; w < Wgs; ++w) load_q<M>(p, s.wg[w], row, (group * Wgs + w) * kHeads);
+    for (int w = 0; w < Wgs; ++w) load_q(p, s.wg[w], row, (group * Wgs + w) * kHeads);
   }
   if (works) cp_async_arrive_on(&s.q_full);
   else cp_async_wait<0>();
@@ -432,11 +386,10 @@ struct RowLinesBf16 {
 // gathered tiles (head_groups = H / (16 Wgs)). Pooled: the rows of all T <= kMaxPoolTokens tokens
 // share the grid's CTAs (row_ring.h).
 // FewSplits: the instance for launches of at most 4 splits per row (merge_few_splits).
-template <Gather G, Mma M, int Stages, int Producers, int Wgs, bool Pooled = false, bool FewSplits = false>
+template <Gather G, int Stages, int Producers, int Wgs, bool Pooled = false, bool FewSplits = false>
 __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
     dsa_v2_kernel(const __grid_constant__ Params p) {
   static_assert(!(Pooled && FewSplits), "pooled rows keep the general merge");
-  static_assert(Wgs == 1 || M == Mma::kSync, "the wgmma path stages its output in the ring: one warpgroup");
   extern __shared__ __align__(128) uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SmemPlan<Stages, Wgs>*>(smem_raw);
   const int own_split = blockIdx.x / p.head_groups, group = blockIdx.x % p.head_groups, t = blockIdx.y;
@@ -451,8 +404,8 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
       p.io.sparse_indices + t * p.io.indices_stride_t, p.topk, p.num_slots, own_split, p.max_splits, p.min_rows, group,
       p.head_groups, RowLinesBf16(p.io));
   // Ordered before first use by the slice's barriers (every arrival on q_full comes after them).
-  init_barriers<G, Producers, Wgs>(s, kQCopyThreads<M, Pooled, Wgs>);
-  issue_q<M, Pooled, Wgs>(p, s, t, group, warp);
+  init_barriers<G, Producers, Wgs>(s, kQCopyThreads<Pooled, Wgs>);
+  issue_q<Pooled, Wgs>(p, s, t, group, warp);
 
   // The row this CTA works on: its own token's (split own_split), or with pooled rows possibly
   // another token's (row_slice.cuh); the heads are the CTA's group either way.
@@ -472,7 +425,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
   MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(rs.count) | (uint64_t(rs.splits) << 32));
   const int block = row * p.head_groups + group;  // this CTA's heads: 16-head blocks [Wgs block, + Wgs)
   const bool works = split < rs.splits && rs.n_valid > 0;
-  post_q<M, Pooled, Wgs>(p, s, t, row, group, warp, works);
+  post_q<Pooled, Wgs>(p, s, t, row, group, warp, works);
   if (!works) {  // beyond the row's splits, or an empty row (one split, output 0)
     if (split == 0)
       for (int w = 0; w < Wgs; ++w) store_empty(p, block * Wgs + w);
@@ -484,7 +437,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers, Wgs>, kCtasPerSm)
     produce<G, Stages, Producers>(p, s, rs.count, warp - kConsumerWarps * Wgs);
   } else {
     const int w = consumer_wg();
-    consume_and_store<M, Stages>(p, s, s.wg[w], block * Wgs + w,
+    consume_and_store<Stages>(p, s, s.wg[w], block * Wgs + w,
                                  split_rows<Pooled>(p, block * Wgs + w, first_split, group * Wgs + w, blocks_per_token), split,
                                  rs);
     MLAKIT_STAMP(threadIdx.x == 0, kStored);

@@ -9,10 +9,10 @@
 
 namespace mlakit::dsa_v2 {
 
-// The compiled kernel of one instantiation: (pipe, gather, mma) with pipe in kPipeChoices and
-// gather not kLdg, one consumer warpgroup; or two (32 heads per CTA) with pipe in kWidePipes, the
-// hybrid gather and mma.sync. Pooled rows (row_ring.h) are compiled for kPooledPipe, the hybrid
-// gather and mma.sync, with one or two consumer warpgroups.
+// The compiled kernel of one instantiation: (pipe, gather) with pipe in kPipeChoices, the hybrid
+// or the bulk gather and mma.sync, one consumer warpgroup; or two (32 heads per CTA) with pipe in
+// kWidePipes and the hybrid gather. Pooled rows (row_ring.h) are compiled for kPooledPipe and the
+// hybrid gather, with one or two consumer warpgroups. The 64-head kernel (h64) is its own.
 struct Instance {
   Pipe pipe;
   Gather gather;

@@ -69,42 +69,23 @@ struct Params {
   int32_t* slots;        // h64 only: [T x gridDim.x, topk] each CTA's compacted slots
 };
 
-// The tensor-core (wgmma) path keeps its B operands, Q^T and P^T, in 128-byte-swizzled blocks of
-// 16 rows x 128 bytes, which must start on 1024-byte boundaries.
-constexpr int kSwizzleAlign = 1024;
-constexpr int kQtBytes = kDimK / 64 * kHeads * 128;  // 18 KB
-constexpr int kPtBytes = kHeads * 128;               // 2 KB: 64 slots x 16 heads
-
-// How a tile's products are computed (the values are DsaTiling::mma): bf16 mma.sync m16n8k16
-// (heads = M) or wgmma m64n16k16 in the transposed formulation (slots / dims = M, heads = N).
+// How a tile's products are computed (the values are DsaTiling::mma): bf16 mma.sync m16n8k16 with
+// the 16 heads of a warpgroup as M (h16, h32), or wgmma with the 64 heads of a CTA as M (h64).
 enum class Mma { kSync = 0, kWgmma = 1 };
 
 // What each consumer warpgroup keeps for itself: its reductions, its Q (then partial S) and P.
 struct WgPart {
   float red_max[kConsumerWarps][kHeads];  // per-warp row maxima of one tile
   float red_sum[kConsumerWarps][kHeads];  // per-warp row sums at the end
-  float head_m[kHeads], head_l[kHeads];   // wgmma path: per-head max and sum at the end
   union alignas(16) {
-    uint16_t q[kHeads * kKvPitch];                      // mma.sync: Q, bf16 [16][576 + pad]
-    float s_part[kConsumerWarps][kHeads * kSPitch];     // mma.sync: QK partial sums per k-quarter
-    uint8_t qt_raw[kQtBytes + kSwizzleAlign];           // wgmma: Q^T, 9 swizzled blocks (+ alignment)
+    uint16_t q[kHeads * kKvPitch];                   // Q, bf16 [16][576 + pad]
+    float s_part[kConsumerWarps][kHeads * kSPitch];  // QK partial sums per k-quarter
   };
-  union alignas(16) {
-    uint16_t p[kHeads * kPPitch];                       // mma.sync: P, bf16 [16][64 + pad]
-    uint8_t pt_raw[kPtBytes + kSwizzleAlign];           // wgmma: P^T, one swizzled block
-  };
+  alignas(16) uint16_t p[kHeads * kPPitch];          // P, bf16 [16][64 + pad]
   // A row of zeros (the latent part of a ring row, any of its dims): P V reads it in place of the
   // rows past a tile's valid slots (P = 0 times it is 0; a stale row could hold NaN bit patterns),
   // so the producers never zero a partial stage. Written by the warpgroup before its first barrier.
   alignas(16) uint16_t zeros[kDimV];
-
-  // The swizzled wgmma operands start on 1024-byte boundaries (the swizzle atom).
-  MLAKIT_HOST_DEVICE uint8_t* qt() { return align_up(qt_raw); }
-  MLAKIT_HOST_DEVICE uint8_t* pt() { return align_up(pt_raw); }
-  MLAKIT_HOST_DEVICE static uint8_t* align_up(uint8_t* p) {
-    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + kSwizzleAlign - 1) / kSwizzleAlign *
-                                      kSwizzleAlign);
-  }
 };
 
 // Shared-memory plan of Wgs consumer warpgroups; sizeof(SmemPlan<Stages, Wgs>) is the dynamic
@@ -127,13 +108,12 @@ constexpr size_t smem_bytes(int stages, int wgs = 1) {
   return wgs == 2 ? ring_smem_bytes<SmemPlanWide>(stages) : ring_smem_bytes<SmemPlan>(stages);
 }
 static_assert(covers_every_pipe<SmemPlan>(), "every compiled ring depth has a size");
-// The register need of each MMA path as ptxas reports it (sm_90a, nvcc 13.0); the registry entry
-// reads the compiled kernel's instead when a GPU is present.
-// Two consumer warpgroups: __launch_bounds__ caps them at 65536 / threads (224 with one producer
-// warp, 204 with two).
-constexpr int documented_registers(Mma mma, int wgs = 1, int producers = 1) {
+// The register need as ptxas reports it (sm_90a, nvcc 13.0); the registry entry reads the compiled
+// kernel's instead when a GPU is present. Two consumer warpgroups: __launch_bounds__ caps them at
+// 65536 / threads (224 with one producer warp, 204 with two).
+constexpr int documented_registers(int wgs = 1, int producers = 1) {
   if (wgs == 2) return producers == 1 ? 224 : 204;
-  return mma == Mma::kSync ? 219 : 199;
+  return 219;
 }
 
 // Workspace (common/workspace.h): the op's counter region, then (m, l) and O partials of every
