@@ -21,6 +21,7 @@
 
 #include "kernels/common/async_pipe.cuh"
 #include "kernels/common/gather.cuh"
+#include "kernels/common/ring.cuh"
 #include "kernels/common/timeline.cuh"
 #include "kernels/dsa_decode/common/row_ring.h"
 #include "mlakit/dsa.h"
@@ -148,10 +149,10 @@ __device__ __forceinline__ void for_each_own_stage(int count, uint64_t* empty, i
   static_assert(Stages % kOwners == 0, "each ring buffer must belong to one producer warp (or pair)");
   const int num_stages = (count + kStageRows - 1) / kStageRows;
   const int r0 = (pw % kPer) * kShare;
-  for (int i = pw / kPer; i < num_stages; i += kOwners) {
-    const int b = i % Stages;
-    kernels::mbar_wait(&empty[b], ((i / Stages) & 1) ^ 1);
-    fill(OwnStage{i, b, min(kStageRows, count - i * kStageRows), r0, r0 + kShare, i == num_stages - 1});
+  for (kernels::Ring<Stages> stage{pw / kPer}; stage.use < num_stages; stage += kOwners) {
+    stage.wait_empty(empty);
+    const int i = stage.use;
+    fill(OwnStage{i, stage.buffer(), min(kStageRows, count - i * kStageRows), r0, r0 + kShare, i == num_stages - 1});
   }
 }
 

@@ -112,11 +112,7 @@ __device__ RowSlice slice_entries(int32_t (&v)[kPerThread], int64_t num_slots, i
 // one CTA takes whole gained nothing and paid ~0.1-0.25 us of the prefetch's load-store issue on
 // its slice (step 44). prefetch.global.L2, one per 128-byte line: the bulk form went through the
 // copy unit ahead of the CTA's own bulk copies (+0.7-1.3 us on short rows).
-#if defined(MLAKIT_PF_DEPTH)
-constexpr int kFirstTileRows = MLAKIT_PF_DEPTH;  // an experiment's depth (0: no prefetch)
-#else
-constexpr int kFirstTileRows = 64;  // one tile (step 44: 32 and 128 rows gained less)
-#endif
+constexpr int kFirstTileRows = 64;  // one tile (32 and 128 rows gained less)
 
 // The line prefetches of kBytes from `at` (16-byte aligned; a row that crosses one more line than
 // kBytes / 128 leaves its last line out: the prefetch is a hint).

@@ -29,10 +29,10 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm)
     return;
   }
   const int num_stages = (rs.count + kStageRows - 1) / kStageRows;
-  for (int i = 0; i < num_stages; ++i) {
-    kernels::mbar_wait(&s.full[i % Stages], (i / Stages) & 1);
+  for (kernels::Ring<Stages> stage; stage.use < num_stages; ++stage) {
+    stage.wait_full(s.full);
     __syncwarp();
-    if (lane == 0) kernels::mbar_arrive(&s.empty[i % Stages]);
+    if (lane == 0) stage.release(s.empty);
   }
 }
 

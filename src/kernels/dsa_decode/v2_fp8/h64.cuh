@@ -20,8 +20,6 @@
 //   take most of it, if shared memory had the 42 KB. Bulk copies into the freed stage itself need
 //   no room but lost 5-8 % (step 21): the seesaw frees the ring near a pair's end, so nothing
 //   would be in flight behind the math.
-//   Diagnosis build MLAKIT_RING_DIAG_MATH_ALONE (build/mlakit-math-alone; outputs not valid): every
-//   row loaded from slot 0's, in L1 (the devlog's `noload`).
 // Devlog: docs/kernels/dsa_decode_v2_fp8.md, steps 18-21.
 #pragma once
 
@@ -175,11 +173,7 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
     const int32_t slot[4] = {sl.x, sl.y, sl.z, sl.w};
 #pragma unroll
     for (int u = 0; u < kRowsPerLane; ++u) {
-#if defined(MLAKIT_RING_DIAG_MATH_ALONE)  // every row slot 0's, from L1; conversion and stores as usual
-      const uint8_t* row = cache + 0 * slot[u];
-#else
       const uint8_t* row = raw_row(cache, p.io.kv_stride_page, p.page_size, p.page_shift, slot[u]);
-#endif
       if (valid(u, i)) load_share(x[u], row, c);
     }
   };
@@ -190,8 +184,9 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
   MLAKIT_STAMP(i == 0 && pw == 0 && lane == 0, kFillBulk);  // phase timeline: the first stage's loads issued
   int4 next = load_slots(i + kWarpSets);  // the slots of the warp pair's next stage
   for (; i < num_stages; i += kWarpSets) {
-    const int b = i % kStages;
-    mbar_wait(&s.empty[b], ((i / kStages) & 1) ^ 1);
+    const Ring<kStages> pos{i};
+    const int b = pos.buffer();
+    pos.wait_empty(s.empty);
     MLAKIT_STAMP(i == 0 && pw == 0 && lane == 0, kFillStart);  // the phase timeline (no-op elsewhere)
     if (rows64::seesaw_stage_empty(i * kStageRows, b, count)) {  // an empty tile B: nothing to write
       mbar_arrive(&s.full[b]);

@@ -21,8 +21,6 @@
 //   staged partials from their shared memory (merge_cluster; slower where measured, for the tuner).
 //   Work::kStreamOnly is the gather floor: the same rows into the same ring, released on arrival
 //   by warpgroup 0, nothing computed or written.
-//   Diagnosis build MLAKIT_RING_DIAG_MATH_ALONE (CMake target mlakit_ring_diag, build/mlakit-math-alone;
-//   outputs not valid): the producers copy nothing, the consumers compute on stale rows.
 //   Shared memory (traits.h): barriers | per consumer warpgroup: reductions, Q / partial S
 //   18.7 KB, P 2.3 KB (and v2_fused's zero row, 1 KB, unused here) | Stages x 20.5 KB raw ring |
 //   slots 10 KB.
@@ -81,13 +79,9 @@ __device__ void produce(const Params& p, Smem& s, int count, int pw) {
     uint8_t* stage = s.ring[st.buffer];
     uint64_t* full = &s.full[st.buffer];
     const int own = max(0, min(st.rows, st.r1) - st.r0);  // this warp's valid rows: r0, r0 + 1, ...
-#if defined(MLAKIT_RING_DIAG_MATH_ALONE)
-    if (false) {  // diagnosis build: nothing is copied, the stage is full once its lanes arrive
-#else
     if (lane == 0) mbar_expect_tx(full, uint32_t(own * kRawRowBytes));  // before any copy completes
     __syncwarp();
     if (lane < own) {
-#endif
       const int r = st.r0 + lane;
       const int32_t slot = s.slots[st.index * kStageRows + r];
       const uint8_t* src = raw_row(cache, p.io.kv_stride_page, p.page_size, p.page_shift, slot);
@@ -360,12 +354,13 @@ __device__ __forceinline__ void for_each_tile(Smem& s, int count, int v, Body&& 
   const int num_stages = (count + kStageRows - 1) / kStageRows;
   for (int i = kTileStages * v; i < num_stages; i += kTileStages * kWgs) {
     const bool two = i + 1 < num_stages;
-    const int b0 = i % Stages, b1 = (i + 1) % Stages;
-    mbar_wait(&s.full[b0], (i / Stages) & 1);
-    if (two) mbar_wait(&s.full[b1], ((i + 1) / Stages) & 1);
+    const Ring<Stages> first{i}, second{i + 1};
+    const int b0 = first.buffer(), b1 = second.buffer();
+    first.wait_full(s.full);
+    if (two) second.wait_full(s.full);
     body(RawTile(s.ring[b0], two ? s.ring[b1] : s.ring[b0], min(kTileRows, count - i * kStageRows)));
-    mbar_arrive(&s.empty[b0]);
-    if (two) mbar_arrive(&s.empty[b1]);
+    first.release(s.empty);
+    if (two) second.release(s.empty);
   }
 }
 
@@ -508,9 +503,9 @@ __device__ __forceinline__ void merge_cluster(const Params& p, Smem& s, int hb, 
 template <int Stages, class Smem>
 __device__ void drain(Smem& s, int count) {
   const int num_stages = (count + kStageRows - 1) / kStageRows;
-  for (int i = 0; i < num_stages; ++i) {
-    mbar_wait(&s.full[i % Stages], (i / Stages) & 1);
-    mbar_arrive(&s.empty[i % Stages]);
+  for (Ring<Stages> stage; stage.use < num_stages; ++stage) {
+    stage.wait_full(s.full);
+    stage.release(s.empty);
   }
 }
 
@@ -548,7 +543,7 @@ __device__ void consume_and_store(const Params& p, Smem& s, int hb, int split, c
     MLAKIT_STAMP(stamp, kLastPv);
   };
   if (rs.count <= kTileRows) {  // one tile: warpgroup v takes its stage v (ring slot v, first phase)
-    mbar_wait(&s.full[v], 0);
+    mbar_wait(&s.full[v], 0);  // the first use of buffer v: the first phase
     MLAKIT_STAMP(threadIdx.x == 0, kFirstTile);
     MLAKIT_STAMP(threadIdx.x == 0, kLastTile);
     const RawTile half(s.ring[v], s.ring[v], min(kStageRows, rs.count - v * kStageRows));

@@ -11,6 +11,7 @@
 
 #include "kernels/common/async_pipe.cuh"
 #include "kernels/common/mma.cuh"
+#include "kernels/common/ring.cuh"
 #include "kernels/common/softmax.cuh"
 #include "kernels/common/timeline.cuh"
 #include "kernels/dsa_decode/v2_fused/traits.h"
@@ -231,12 +232,13 @@ __device__ __forceinline__ void walk_tiles(uint64_t* full, uint64_t* empty, uint
   const int num_stages = (count + kStageRows - 1) / kStageRows;
   for (int i = 0; i < num_stages; i += kTileStages) {
     const bool two = i + 1 < num_stages;
-    const int b0 = i % Stages, b1 = (i + 1) % Stages;
-    mbar_wait(&full[b0], (i / Stages) & 1);
-    if (two) mbar_wait(&full[b1], ((i + 1) / Stages) & 1);
+    const Ring<Stages> first{i}, second{i + 1};
+    const int b0 = first.buffer(), b1 = second.buffer();
+    first.wait_full(full);
+    if (two) second.wait_full(full);
     body(Tile(ring[b0], two ? ring[b1] : ring[b0], min(kTileRows, count - i * kStageRows), zeros));
-    mbar_arrive(&empty[b0]);
-    if (two) mbar_arrive(&empty[b1]);
+    first.release(empty);
+    if (two) second.release(empty);
   }
 }
 

@@ -17,10 +17,6 @@
 //   rows (store); the splits of a row then merge the CTA's 64 heads in one walk (merge_cta).
 // The compacted slots live in the workspace (p.slots): Q, P and four stages fill shared memory.
 // Phase-timeline stamps as in kernel.cuh (MLAKIT_TIMELINE builds only; scripts/timeline.py).
-// Diagnosis builds (MLAKIT_RING_DIAG_<NAME>, set by the CMake target mlakit_ring_diag for this
-// unit only, docs/workbench.md; outputs not valid): math-alone (the producers copy nothing),
-// gather-alone (the consumers release each pair unread), issue-only (a stage counts as full once
-// its copies are issued, not when they land). Devlog steps 37-40.
 #pragma once
 
 #include <cstdint>
@@ -79,23 +75,20 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
   const int row0 = pw % kWarpsPerStage * kRowsPerWarp + lane / 8;  // the lane's rows: row0, row0 + 4, ..
   const int num_stages = num_stages_of(count);
   for (int i = pw / kWarpsPerStage; i < num_stages; i += kWarpSets) {
-    const int b = i % kStages;
+    const Ring<kStages> pos{i};
+    const int b = pos.buffer();
     int32_t slot[kRowsPerLane];
 #pragma unroll
     for (int j = 0; j < kRowsPerLane; ++j) {
       const int at = i * kStageRows + row0 + 4 * j;
       slot[j] = at < count ? slots[at] : -1;
     }
-    mbar_wait(&s.empty[b], ((i / kStages) & 1) ^ 1);
+    pos.wait_empty(s.empty);
     MLAKIT_STAMP(i == 0 && pw == 0 && threadIdx.x % 32 == 0, kFillStart);  // the phase timeline (no-op elsewhere)
     if (rows64::seesaw_stage_empty(i * kStageRows, b, count)) {  // an empty tile B
       mbar_arrive(&s.full[b]);
       continue;
     }
-#if defined(MLAKIT_RING_DIAG_MATH_ALONE)
-    mbar_arrive(&s.full[b]);  // diagnosis build: nothing is copied (the consumers read stale rows)
-    continue;
-#endif
     uint8_t* stage = rows64::seesaw_stage(&s.ring[0][0], b);
     // One row at a time: the loop is not unrolled, so each row's nine copies leave as soon as its
     // address is known instead of all 36 of the stage's in one burst behind four address
@@ -116,17 +109,10 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
         cp_async_16_hint(dst + k * rows64::kTileBlockBytes, src + k * 64, valid, policy);
       cp_async_16_hint(dst + (kBlocks - 1) * rows64::kTileBlockBytes, kpe + at * x.kpe_stride_slot + c * 8, valid, policy);
     }
-#if defined(MLAKIT_RING_DIAG_ISSUE_ONLY)
-    mbar_arrive(&s.full[b]);  // diagnosis build: the stage counts as full once its copies are issued
-#else
     cp_async_arrive_on(&s.full[b]);
-#endif
     MLAKIT_STAMP(i == 0 && pw == 0 && threadIdx.x % 32 == 0, kIssued);
     MLAKIT_STAMP(i + kWarpSets >= num_stages && threadIdx.x % 32 == 0, kLastIssued);
   }
-#if defined(MLAKIT_RING_DIAG_ISSUE_ONLY)
-  cp_async_wait<0>();  // no copy may land in the shared memory of a finished CTA
-#endif
 }
 
 // The consumer warpgroups' walk over the CTA's `count` slots, the seesaw (rows64::pair_seesaw):
@@ -138,16 +124,6 @@ __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& s
   fence_async_smem();  // cp.async wrote Q; wgmma reads it
   MLAKIT_STAMP(threadIdx.x == 0, kQReady);
   const int pairs = num_stages_of(count) / kStages;
-#if defined(MLAKIT_RING_DIAG_GATHER_ALONE)
-  // Diagnosis build: each pair's stages are waited for and released, nothing is computed.
-  for (int i = 0; i < pairs; ++i) {
-    rows64::wait_slot(s.full, 0, uint32_t(i & 1));
-    rows64::wait_slot(s.full, 1, uint32_t(i & 1));
-    rows64::release_slot(s.empty, 0);
-    rows64::release_slot(s.empty, 1);
-  }
-  (void)wg, (void)scale_log2, (void)st, (void)o;
-#else
 #if defined(MLAKIT_TIMELINE)
   if (threadIdx.x == 0) {  // the first tile's rows landed (the pair below waits for the same phase)
     rows64::wait_slot(s.full, 0, 0);
@@ -158,11 +134,10 @@ __device__ inline void consume(SmemPlan& s, int count, float scale_log2, Rows& s
     const int rows = max(0, min(kTileRows, count - (2 * i + wg) * kTileRows));
     const int lim[2] = {rows, rows};
     const bool b_empty = (2 * i + 1) * kTileRows >= count;
-    rows64::pair_seesaw(s, lim, scale_log2, st, o, uint32_t(i & 1), b_empty, [] {});
+    rows64::pair_seesaw(s, lim, scale_log2, st, o, Ring<kStages>{i * kStages}.full_parity(), b_empty, [] {});
   }
   MLAKIT_STAMP(threadIdx.x == 0, kLastTile);  // every pair done (the last tile's phases are not split)
   MLAKIT_STAMP(threadIdx.x == 0, kLastPv);
-#endif
 }
 
 // Each head's sum over both warpgroups (fixed order), the same in both.

@@ -20,6 +20,7 @@
 #include "kernels/common/async_pipe.cuh"
 #include "kernels/common/bf16x2.cuh"
 #include "kernels/common/chunk_merge.cuh"
+#include "kernels/common/ring.cuh"
 #include "kernels/dsa_decode/common/gather_ring.cuh"
 #include "kernels/dsa_decode/v2_fused/consumer_mma.cuh"
 #include "kernels/mla_decode/v1_paged/schedule.cuh"
@@ -103,8 +104,8 @@ __device__ __forceinline__ int piece_stages(int count) {
 template <int Stages, int Producers, int Pad = 1, int QWarps = 1, class Smem, class G, class LoadQ, class Fill>
 __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Range& r, const G& g, int pw,
                                             LoadQ&& load_q, Fill&& fill) {
-  int64_t stage = 0;  // ring stages of this CTA so far
-  int items = 0;      // items whose Q was loaded
+  Ring<Stages, int64_t> stage;  // ring stages of this CTA so far
+  int items = 0;                 // items whose Q was loaded
   int64_t unit = r.first_unit;
   for (int b = r.first; b <= r.last; ++b) {
     const Piece pc = piece_of(p, r, g.qpos, b, unit);
@@ -113,7 +114,7 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
     if (pw < QWarps && items != 0) {
       // Stamps of the first Q the producers load (lane 0 of warp 0): reached, copies issued.
       MLAKIT_STAMP(items == 1 && threadIdx.x % 128 == 0, kFillStart);
-      mbar_wait(&s.q_empty, (items & 1) ^ 1);
+      Ring<1>{items}.wait_empty(&s.q_empty);  // the consumers hold the previous item's Q
       load_q(b, pw);
       MLAKIT_STAMP(items == 1 && threadIdx.x % 128 == 0, kFillCopied);
       cp_async_arrive_on(&s.q_full);
@@ -121,12 +122,12 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
     ++items;
     const int stages = piece_stages<Pad>(pc.count);
     for (int k = 0; k < stages; ++k, ++stage) {
-      if (int(stage % Producers) != pw) continue;
-      const int buf = int(stage % Stages);
-      mbar_wait(&s.empty[buf], uint32_t((stage / Stages) & 1) ^ 1);
-      fill(b, pc.begin + k * kStageRows, max(0, min(kStageRows, pc.count - k * kStageRows)), buf, pc.begin + pc.count);
+      if (int(stage.use % Producers) != pw) continue;
+      stage.wait_empty(s.empty);
+      fill(b, pc.begin + k * kStageRows, max(0, min(kStageRows, pc.count - k * kStageRows)), stage.buffer(),
+           pc.begin + pc.count);
       // The CTA's second stage (producer warp 1's first) requested.
-      MLAKIT_STAMP(stage == 1 && threadIdx.x % 32 == 0, kIssued);
+      MLAKIT_STAMP(stage.use == 1 && threadIdx.x % 32 == 0, kIssued);
     }
   }
 }
@@ -172,23 +173,24 @@ __device__ void produce(const Params& p, Smem& s, const Range& r, const Group& g
 // the tile's stages, runs tile(i, two, b0, b1) (i: the piece's stage of the tile; b0, b1: its
 // buffers, b1 only when `two`), then releases them; `stage` ends past the stages taken.
 template <int Stages, class Smem, class Tile>
-__device__ __forceinline__ void walk_tiles(Smem& s, int count, int64_t& stage, Tile&& tile) {
+__device__ __forceinline__ void walk_tiles(Smem& s, int count, Ring<Stages, int64_t>& stage, Tile&& tile) {
   const int stages = (count + kStageRows - 1) / kStageRows;
   for (int i = 0; i < stages; i += 2, stage += 2) {
     const bool two = i + 1 < stages;
-    const int b0 = int(stage % Stages), b1 = int((stage + 1) % Stages);
-    mbar_wait(&s.full[b0], uint32_t((stage / Stages) & 1));
-    if (two) mbar_wait(&s.full[b1], uint32_t(((stage + 1) / Stages) & 1));
+    const Ring<Stages, int64_t> second = stage.at(1);
+    const int b0 = stage.buffer(), b1 = second.buffer();
+    stage.wait_full(s.full);
+    if (two) second.wait_full(s.full);
     tile(i, two, b0, b1);
-    mbar_arrive(&s.empty[b0]);
-    if (two) mbar_arrive(&s.empty[b1]);
+    stage.release(s.empty);
+    if (two) second.release(s.empty);
   }
-  if (stages % 2 == 1) stage -= 1;  // a one-stage last tile took one stage, not two
+  if (stages % 2 == 1) stage += -1;  // a one-stage last tile took one stage, not two
 }
 
 // The tiles of one piece, continuing the CTA's ring at stage `stage`.
 template <int Stages, class Smem>
-__device__ void consume_piece(Smem& s, int count, int64_t& stage, float scale_log2, const uint32_t (&qa)[9][4],
+__device__ void consume_piece(Smem& s, int count, Ring<Stages, int64_t>& stage, float scale_log2, const uint32_t (&qa)[9][4],
                               dsa_v2::RowState& st, float (&o)[dsa_v2::kOTiles][4]) {
   walk_tiles<Stages>(s, count, stage, [&](int i, bool two, int b0, int b1) {
     const dsa_v2::Tile tile(s.ring[b0], two ? s.ring[b1] : s.ring[b0], min(kUnitRows, count - i * kStageRows), s.zeros);
@@ -247,7 +249,7 @@ __device__ inline void publish_piece(uint32_t* arrivals) {
 template <int Stages, class Smem>
 __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g) {
   dsa_v2::write_zero_row(s);  // ordered before every P V by load_first_q's consumer barrier
-  int64_t stage = 0;
+  Ring<Stages, int64_t> stage;
   int items = 0;
   int64_t unit = r.first_unit;
   const int cta = blockIdx.x;
@@ -260,7 +262,7 @@ __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g
     if (pc.count > 0) {
       uint32_t qa[dsa_v2::kQkSteps][4];
       if (items == 0) load_first_q(p, s, g, b);
-      else mbar_wait(&s.q_full, uint32_t((items - 1) & 1));
+      else Ring<1>{items - 1}.wait_full(&s.q_full);  // the producers' copy of this item's Q
       dsa_v2::load_q_fragments(s.q, qa);
       mbar_arrive(&s.q_empty);
       MLAKIT_STAMP(items == 0 && threadIdx.x == 0, kQReady);  // the first item's Q in registers
@@ -283,7 +285,7 @@ __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g
 // theirs to load (first_q(b)), as in the kernel.
 template <int Stages, int Pad = 1, class Smem, class G, class FirstQ>
 __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const G& g, FirstQ&& first_q) {
-  int64_t stage = 0;
+  Ring<Stages, int64_t> stage;
   int items = 0;
   int64_t unit = r.first_unit;
   for (int b = r.first; b <= r.last; ++b) {
@@ -291,14 +293,13 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
     unit += pc.units;
     if (pc.count == 0) continue;
     if (items == 0) first_q(b);
-    else mbar_wait(&s.q_full, uint32_t((items - 1) & 1));
+    else Ring<1>{items - 1}.wait_full(&s.q_full);
     mbar_arrive(&s.q_empty);
     ++items;
     const int stages = piece_stages<Pad>(pc.count);
     for (int i = 0; i < stages; ++i, ++stage) {
-      const int buf = int(stage % Stages);
-      mbar_wait(&s.full[buf], uint32_t((stage / Stages) & 1));
-      mbar_arrive(&s.empty[buf]);
+      stage.wait_full(s.full);
+      stage.release(s.empty);
     }
   }
 }

@@ -181,7 +181,7 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const Range& r, con
 // The tiles of one piece (`count` rows from request row `begin`), continuing the CTA's ring at
 // stage `stage`. `seen[r]`: rows of the request the lane's row r sees (its causal limit; 0 for a
 // row past the group's). Releases Q after the last tile's QK.
-__device__ inline void consume_piece(SmemPlan& s, int begin, int count, const int (&seen)[2], int64_t& stage,
+__device__ inline void consume_piece(SmemPlan& s, int begin, int count, const int (&seen)[2], Ring<kStages, int64_t>& stage,
                                      float scale_log2, Rows& st, float (&o)[128]) {
   const int wg = consumer_wg();
   const int stages = (count + kStageRows - 1) / kStageRows;
@@ -205,12 +205,12 @@ __device__ inline void consume_piece(SmemPlan& s, int begin, int count, const in
 // piece is warpgroup w's (slot w of the ring); a last tile B past the rows is neither copied nor
 // computed (b_empty), a partial tile is zero-filled past them and masked.
 // `stage` is a multiple of 4 at every piece's start (pieces take whole pairs).
-__device__ inline void consume_piece_seesaw(SmemPlan& s, int begin, int count, const int (&seen)[2], int64_t& stage,
+__device__ inline void consume_piece_seesaw(SmemPlan& s, int begin, int count, const int (&seen)[2], Ring<kStages, int64_t>& stage,
                                             float scale_log2, Rows& st, float (&o)[128]) {
   const int wg = consumer_wg();
   const int pairs = piece_stages<kPiecePad<true>>(count) / kStages;
   for (int i = 0; i < pairs; ++i, stage += kStages) {
-    const uint32_t phase = uint32_t((stage / kStages) & 1);
+    const uint32_t phase = stage.full_parity();  // the pair's stages are one round of the ring
     const int own = (2 * i + wg) * kUnitRows;  // the own tile's first row in the piece
     const int rows = max(0, min(kUnitRows, count - own));
     const int lim[2] = {min(rows, seen[0] - begin - own), min(rows, seen[1] - begin - own)};
@@ -245,7 +245,7 @@ __device__ inline void store_item(const Params& p, const Group& g, int b, const 
 // kUniform: each item's piece made warp-uniform (warp_uniform, schedule.cuh) before its loops.
 template <bool kSeesaw, bool kUniform>
 __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, const Group& g) {
-  int64_t stage = 0;
+  Ring<kStages, int64_t> stage;
   int items = 0;
   int64_t unit = r.first_unit;
   const int lane = threadIdx.x % 32;
@@ -278,7 +278,7 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
         fence_async_smem();  // cp.async wrote Q; wgmma (the async proxy) reads it
         pair_sync();         // every consumer warp's rows are in
       } else {
-        mbar_wait(&s.q_full, uint32_t((items - 1) & 1));
+        Ring<1>{items - 1}.wait_full(&s.q_full);
         fence_async_smem();  // cp.async wrote Q; wgmma reads it
       }
       ++items;
