@@ -30,7 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/cuda_status.h"
-#include "kernels/dsa_decode/common/workspace.h"
+#include "kernels/common/workspace.h"
 #include "mlakit/device.h"
 #include "runtime/planner.h"
 #include "workbench/device_buffer.h"
@@ -146,7 +146,7 @@ class OpSession final : public BenchSession {
     MLAKIT_RETURN_IF_ERROR(ready(plan, "verify", &p));
     std::vector<CallOutput> outputs;
     MLAKIT_RETURN_IF_ERROR(inputs_.outputs(&outputs));
-    DeviceOutputs memory(stream_, {workspace_.data(), workspace_.bytes(), dsa_workspace::kCounterBytes});
+    DeviceOutputs memory(stream_, {workspace_.data(), workspace_.bytes(), workspace::kCounterBytes});
     result->workload = current_->name;
     return verify_call(call(*p), stream_, outputs, memory, p->kernel_key(), result);
   }
@@ -192,7 +192,7 @@ class OpSession final : public BenchSession {
       return Status::invalid_argument("plan: made for " + (*out)->problem().to_string() +
                                       ", the current workload " + current_->name + " is " +
                                       current_->problem.to_string());
-    return workspace_.reserve((*out)->workspace_bytes(), "workspace", dsa_workspace::kCounterBytes);
+    return workspace_.reserve((*out)->workspace_bytes(), "workspace", workspace::kCounterBytes);
   }
 
   GpuCall call(const PlanT& plan) const {

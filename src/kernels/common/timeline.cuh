@@ -1,11 +1,11 @@
-// Phase timeline: per-CTA clock stamps at the phase boundaries of a kernel, for diagnosis only.
-// Compiled in with the CMake option MLAKIT_TIMELINE=ON (a separate build directory); in every
-// other build the stamps are no-ops and nothing here exists. With it, a launcher that wraps its
-// launch in timeline::begin / timeline::end appends every launch's stamps to the file named by
-// the environment variable MLAKIT_TIMELINE_OUT (nothing is recorded while it is unset), after a
-// stream synchronize: the spans of such a run are not figures of merit, the stamps are.
-// scripts/timeline.py turns the file into per-phase cycle counts. Devlog: dsa_decode_v2_fused.md,
-// step 19.
+// The phase hook: a kernel body marks the boundaries of its phases with timeline::phase(kSliced),
+// ... (thread 0 of each CTA records the SM clock), for diagnosis only. Compiled in with the CMake
+// option MLAKIT_TIMELINE=ON (a separate build directory); in every other build phase() is an empty
+// inline function and nothing else here exists. With it, a launcher that wraps its launch in
+// timeline::begin / timeline::end appends every launch's stamps to the file named by the
+// environment variable MLAKIT_TIMELINE_OUT (nothing is recorded while it is unset), after a stream
+// synchronize: the spans of such a run are not figures of merit, the stamps are. The lab's
+// timeline script turns the file into per-phase cycle counts.
 //
 // Each CTA (blockIdx.y x gridDim.x + blockIdx.x, the first kMaxCtas) owns kSlots 64-bit words;
 // the Slot names say what a stamp marks. Clock stamps are SM cycles (clock64) of thread 0 of the
@@ -18,35 +18,19 @@
 
 namespace mlakit::kernels::timeline {
 
+// The numbers are the columns of the file format (the columns of slots no kernel stamps any more
+// stay 0).
 enum Slot : int {
-  kStart = 0,         // first instruction
-  kSliced = 1,        // the index row compacted (slice_entries returned)
-  kQReady = 2,        // consumers: Q in registers
-  kFirstTile = 3,     // consumers: the first tile's rows landed
-  kLastTile = 4,      // consumers: the last tile's rows landed
-  kStored = 5,        // consumers: output or partial stored
-  kMet = 6,           // split rows: every CTA of the row has its partial out
-  kMerged = 7,        // split rows: this CTA's share merged and stored
-  kCount = 8,         // value: valid slots of the CTA | splits of the row << 32
-  kIssued = 9,        // producer (first warp of the first stage): the first stage requested
-  kArrived = 10,      // split rows: thread 0's arrival posted (after the CTA barrier and fence)
-  kStop = 11,         // last instruction
-  kLastIssued = 12,   // producer: the last stage requested
-  kSm = 13,           // value: %smid
-  kStartNs = 14,      // %globaltimer at kStart
-  kStopNs = 15,       // %globaltimer at kStop
-  kLastQk = 16,       // consumers, last tile: S in smem
-  kLastSoftmax = 17,  // consumers, last tile: P in smem
-  kLastPv = 18,       // consumers, last tile: P V done
-  kRowSums = 19,      // consumers: the row sums reduced
-  kFillStart = 20,    // producer, first stage: its empty slot waited for
-  kFillCopied = 21,   // producer, first stage: its rope rows issued (every copy out); v2_fp8 h64:
-                      // its rows converted and stored
-  kFillBulk = 22,     // producer, first stage: its bulk copies issued; v2_fp8 h64: its rows'
-                      // loads issued (before fill_start: they fly while the buffer is waited for)
-  kMergeLoaded = 23,  // split rows: thread 0's first batch of partials loaded and folded (dsa);
-                      // every piece of the CTA's last split item arrived (mla)
-  kCombined = 24,     // consumers of two warpgroups on one row (v2_fp8): warpgroup 1's state folded in
+  kStart = 0,     // first instruction
+  kSliced = 1,    // the CTA's work known (the index row compacted, the schedule computed)
+  kStored = 5,    // output or partial stored
+  kMet = 6,       // split rows: every CTA of the row has its partial out
+  kMerged = 7,    // split rows: this CTA's share merged and stored
+  kCount = 8,     // value: the CTA's rows (or units) | its splits (or items) << 32
+  kStop = 11,     // last instruction
+  kSm = 13,       // value: %smid
+  kStartNs = 14,  // %globaltimer at kStart
+  kStopNs = 15,   // %globaltimer at kStop
 };
 constexpr int kSlots = 25, kMaxCtas = 8192;
 
@@ -111,43 +95,25 @@ static inline void end(cudaStream_t stream, cudaError_t launched, int ctas, cons
 
 }  // namespace mlakit::kernels::timeline
 
-#define MLAKIT_STAMP_START(cond) ((cond) ? ::mlakit::kernels::timeline::start() : void())
-#define MLAKIT_STAMP_STOP(cond) ((cond) ? ::mlakit::kernels::timeline::stop() : void())
-// `slot` is a Slot's name (kSliced, ...).
-#define MLAKIT_STAMP(cond, slot) \
-  ((cond) ? ::mlakit::kernels::timeline::put(::mlakit::kernels::timeline::slot, clock64()) : void())
-#define MLAKIT_STAMP_VALUE(cond, slot, v) \
-  ((cond) ? ::mlakit::kernels::timeline::put(::mlakit::kernels::timeline::slot, (v)) : void())
-
 namespace mlakit::kernels::timeline {
-// A consumer's walk over the tiles of `count` slots that start at slot `first`, `step` slots
-// apart: tile() stamps kFirstTile at the CTA's first tile (slot 0) and kLastTile at the walk's
-// last, from `stamper` (thread 0), and says whether this is the walk's last tile for the stamper
-// (the stamps of the last tile's phases).
-struct TileWalk {
-  int next, step, count;
-  bool stamper;
-  __device__ bool tile() {
-    const bool last = stamper && next + step >= count;
-    if (stamper && next == 0) put(kFirstTile, clock64());
-    if (last) put(kLastTile, clock64());
-    next += step;
-    return last;
-  }
-};
+// Thread 0 of the CTA stamps the boundary `slot` (kStart and kStop also take %globaltimer and the
+// SM); the other threads do nothing.
+__device__ __forceinline__ void phase(Slot slot) {
+  if (threadIdx.x != 0) return;
+  if (slot == kStart) start();
+  else if (slot == kStop) stop();
+  else put(slot, clock64());
+}
+// Thread 0 records a value (kCount) instead of a clock.
+__device__ __forceinline__ void phase_value(Slot slot, uint64_t value) {
+  if (threadIdx.x == 0) put(slot, value);
+}
 }  // namespace mlakit::kernels::timeline
 #else
 namespace mlakit::kernels::timeline {
 inline void begin(cudaStream_t) {}
 inline void end(cudaStream_t, cudaError_t, int, const char*) {}
-struct TileWalk {  // no stamps: never the last tile of anything stamped
-  int next, step, count;
-  bool stamper;
-  __device__ bool tile() { return false; }
-};
+__device__ __forceinline__ void phase(Slot) {}
+__device__ __forceinline__ void phase_value(Slot, uint64_t) {}
 }  // namespace mlakit::kernels::timeline
-#define MLAKIT_STAMP_START(cond) ((void)0)
-#define MLAKIT_STAMP_STOP(cond) ((void)0)
-#define MLAKIT_STAMP(cond, slot) ((void)0)
-#define MLAKIT_STAMP_VALUE(cond, slot, v) ((void)0)
 #endif

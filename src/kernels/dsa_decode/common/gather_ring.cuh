@@ -13,7 +13,7 @@
 //             cp.async, four rows per warp instruction (33 arrivals: lane 0's and 32 cp.async
 //             arrivals).
 // The rows past a partial last stage's valid ones are left as they are (the cp.async path
-// zero-fills them): the consumers' P V reads a zero row in their place (dsa_v2::Tile::v_row), and
+// zero-fills them): the consumers' P V reads a zero row in their place (h16::Tile::v_row), and
 // the softmax drops their columns of S by a select.
 #pragma once
 
@@ -21,12 +21,16 @@
 
 #include "kernels/common/async_pipe.cuh"
 #include "kernels/common/gather.cuh"
+#include "kernels/common/row_copy.cuh"
 #include "kernels/common/ring.cuh"
 #include "kernels/common/timeline.cuh"
 #include "kernels/dsa_decode/common/row_ring.h"
 #include "mlakit/dsa.h"
 
 namespace mlakit::dsa_ring {
+
+using kernels::cp_async_row;
+using kernels::load_query;
 
 // Arrivals that complete one phase of a full barrier.
 // A stage is filled by kWarpsPerStage<Producers> warps together (each its share of the rows, each
@@ -54,28 +58,6 @@ __device__ __forceinline__ RowSource row_source(const DsaTensors& x) {
           x.kpe_stride_slot, kernels::l2_policy(kernels::L2Evict::kFirst)};
 }
 
-// Warp-wide: one row by 16-byte cp.async (zeros when not valid), each copy by
-// copy16(smem, gmem, valid).
-template <class Copy16>
-__device__ __forceinline__ void cp_async_row_by(uint16_t* dst, const uint16_t* ckv, const uint16_t* kpe, bool valid,
-                                                Copy16&& copy16) {
-  const int lane = threadIdx.x % 32;
-  copy16(dst + lane * 8, ckv + lane * 8, valid);
-  copy16(dst + kDimV / 2 + lane * 8, ckv + kDimV / 2 + lane * 8, valid);
-  if (lane < kDimR / 8) copy16(dst + kDimV + lane * 8, kpe + lane * 8, valid);
-}
-// ... under L2 cache policy `policy`.
-__device__ __forceinline__ void cp_async_row(uint16_t* dst, const uint16_t* ckv, const uint16_t* kpe,
-                                             bool valid, uint64_t policy) {
-  cp_async_row_by(dst, ckv, kpe, valid,
-                  [policy](void* d, const void* g, bool v) { kernels::cp_async_16_hint(d, g, v, policy); });
-}
-// ... with no cache hint.
-__device__ __forceinline__ void cp_async_row(uint16_t* dst, const uint16_t* ckv, const uint16_t* kpe, bool valid) {
-  cp_async_row_by(dst, ckv, kpe, valid, [](void* d, const void* g, bool v) { kernels::cp_async_16(d, g, v); });
-}
-static_assert(kDimV / 2 == 32 * 8, "two 512-byte warp copies cover one ckv row");
-
 // Warp-wide: the kpe parts of the valid rows among [r0, r1) by cp.async, four rows per
 // instruction (lane L: 16-byte chunk L % 8 of row r + L / 8). The kpe parts of rows >= rows are
 // left as they are: only QK reads them, and the softmax drops those columns by a select. The
@@ -91,11 +73,10 @@ __device__ __forceinline__ void cp_async_kpe(uint16_t* stage, const RowSource& s
 
 // Fills rows [r0, r1) of stage buffer `dst` (the `rows` slots starting at `slots` are the stage's
 // valid rows), arriving on `full` as one warp: the whole stage with one warp per stage, half of it
-// with two. `stamp`: the phase timeline's stamps (timeline.cuh; no-ops in other builds).
+// with two.
 template <Gather G>
 __device__ __forceinline__ void fill_stage(const RowSource& src, const int32_t* slots, int rows,
-                                           uint16_t* dst, uint64_t* full, int r0 = 0, int r1 = kStageRows,
-                                           [[maybe_unused]] bool stamp = false) {
+                                           uint16_t* dst, uint64_t* full, int r0 = 0, int r1 = kStageRows) {
   const int lane = threadIdx.x % 32;
   if constexpr (G == Gather::kCpAsync) {
     for (int r = r0; r < r1; ++r) {
@@ -119,9 +100,7 @@ __device__ __forceinline__ void fill_stage(const RowSource& src, const int32_t* 
         kernels::bulk_copy_g2s(dst + r * kKvPitch + kDimV, src.kpe + slot * src.kpe_stride, kKpeBytes, full,
                                src.policy);
     }
-    MLAKIT_STAMP(stamp && lane == 0, kFillBulk);
     if constexpr (!kBulkKpe) cp_async_kpe(dst, src, slots, rows, r0, r1);
-    MLAKIT_STAMP(stamp && lane == 0, kFillCopied);
     // No zeros for the rows past the valid ones (P V reads a zero row in their place; writing them
     // here, ~870 cycles for a 2-row stage's 14, was a short row's critical path: devlog step 25).
     if (lane == 0 || kBulkKpe) kernels::mbar_arrive(full);
@@ -161,24 +140,9 @@ template <Gather G, int Stages, int Producers>
 __device__ void produce_rows(const RowSource& src, const int32_t* slots, int count, uint16_t* ring,
                              uint64_t* full, uint64_t* empty, int pw) {
   for_each_own_stage<Stages, Producers>(count, empty, pw, [&](const OwnStage& st) {
-    // The phase timeline's stamps (timeline.cuh): the first warp of the first and the last stage.
-    [[maybe_unused]] const bool stamp_first = st.index == 0 && st.r0 == 0, stamp_last = st.last && st.r0 == 0;
-    MLAKIT_STAMP(stamp_first && threadIdx.x % 32 == 0, kFillStart);
     fill_stage<G>(src, slots + st.index * kStageRows, st.rows, ring + st.buffer * kStageElems, &full[st.buffer],
-                  st.r0, st.r1, stamp_first);
-    MLAKIT_STAMP(stamp_first && threadIdx.x % 32 == 0, kIssued);
-    MLAKIT_STAMP(stamp_last && threadIdx.x % 32 == 0, kLastIssued);
+                  st.r0, st.r1);
   });
-}
-
-// Q of one token (heads x (512 | 64)) into rows of pitch kKvPitch by one warp's 16-byte
-// cp.async with no cache hint (every CTA of the token reads it; an explicit evict_normal hint was
-// slower: docs/knowledge/q-loads-take-no-l2-cache-hint.md). Issues the copies only: the caller
-// tracks them (cp_async_arrive_on or cp_async_wait).
-__device__ inline void load_query(const uint16_t* q_nope, int64_t q_nope_stride_h, const uint16_t* q_pe,
-                                  int64_t q_pe_stride_h, int heads, uint16_t* dst) {
-  for (int h = 0; h < heads; ++h)
-    cp_async_row(dst + h * kKvPitch, q_nope + h * q_nope_stride_h, q_pe + h * q_pe_stride_h, true);
 }
 
 }  // namespace mlakit::dsa_ring

@@ -1,42 +1,29 @@
-// The gathered-row ring shared by the single-launch DSA kernels (v2_fused) and the gather floor:
-// the row layout in shared memory, the stage size, and the rule that splits one token's top-k row
-// over CTAs. Host-safe: the planners size shared memory and workspaces from the same numbers.
+// The gathered-row ring of the single-launch DSA kernels (v2_fused, v2_fp8) and the gather floor:
+// how a row is gathered, the compiled pipes, and the rules that split one token's top-k row over
+// CTAs (alone, or pooled with the batch's other rows). Host-safe: the planners size shared memory
+// and workspaces from the same numbers. The row layout itself is kernels/common/kv_rows.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define MLAKIT_HOST_DEVICE __host__ __device__
-#else
-#define MLAKIT_HOST_DEVICE
-#endif
-// Unrolled in device code (the per-token arrays stay in registers), a plain loop on the host.
-#if defined(__CUDA_ARCH__)
-#define MLAKIT_UNROLL _Pragma("unroll")
-#else
-#define MLAKIT_UNROLL
-#endif
+#include "kernels/common/host_device.h"
+#include "kernels/common/kv_rows.h"
 
 namespace mlakit::dsa_ring {
 
-constexpr int kDimV = 512;               // ckv: the latent, K and V at once
-constexpr int kDimR = 64;                // kpe: the rope key
-constexpr int kDimK = kDimV + kDimR;     // 576, the QK reduction length
-constexpr int kCkvBytes = kDimV * 2;     // 1024: one bulk copy
-constexpr int kKpeBytes = kDimR * 2;     // 128: a second bulk copy
-constexpr int kRowBytes = kCkvBytes + kKpeBytes;  // 1152 gathered bytes per slot
-// A gathered row sits at a 1168-byte pitch: 16 B past a multiple of 128 B, so the 8 row addresses
-// of one ldmatrix phase fall into 8 different 16-byte bank groups (1152 would put all 8 in one).
-constexpr int kRowPad = 8;                      // bf16 elements
-constexpr int kKvPitch = kDimK + kRowPad;       // 584 bf16 elements per smem row
-// One ring stage: the rows one producer step requests and one mbarrier phase covers.
-constexpr int kStageRows = 32;
-constexpr int kStageElems = kStageRows * kKvPitch;  // bf16 elements of one stage
-constexpr size_t kStageBytes = size_t(kStageElems) * 2;  // 37,376 B
-static_assert(kKvPitch * 2 % 16 == 0 && kCkvBytes % 16 == 0 && kKpeBytes % 16 == 0,
-              "bulk copies need 16-byte aligned destinations and sizes");
-static_assert((kKvPitch * 2) % 128 == 16, "the row pitch must be 16 B past a multiple of 128 B");
+using kernels::kCkvBytes;
+using kernels::kDimK;
+using kernels::kDimR;
+using kernels::kDimV;
+using kernels::kKpeBytes;
+using kernels::kKvPitch;
+using kernels::kRowBytes;
+using kernels::kRowPad;
+using kernels::kStageBytes;
+using kernels::kStageElems;
+using kernels::kStageRows;
+using kernels::Pipe;
 
 // How a producer warp moves a row (ckv 1024 B | kpe 128 B -> one smem row); the values are
 // DsaTiling::gather. kHybrid: one bulk copy for ckv and the warp's 16-byte cp.async for kpe (4
@@ -49,9 +36,6 @@ enum class Gather { kHybrid = 0, kBulk = 1, kCpAsync = 2, kLdg = 3 };
 // floor): the one list of their launchers, validation and search spaces. Each ring buffer belongs
 // to one producer warp, or with four producer warps to a pair of them, each filling half of its
 // rows (gather_ring.cuh, kWarpsPerStage).
-struct Pipe {
-  int stages, producers;
-};
 constexpr Pipe kPipeChoices[] = {{3, 1}, {4, 1}, {5, 1}, {4, 2}, {4, 4}};
 // Two producer warps: the default of two consumer warpgroups (the register budget of 320 threads).
 constexpr Pipe kDefaultPipe = {4, 2};

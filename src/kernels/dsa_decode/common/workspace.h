@@ -1,16 +1,15 @@
-// The layout every DSA kernel keeps in a workspace, so that one workspace can serve any plan of
-// the op, one after the other: the first kCounterBytes hold the per-token arrival counters of the
-// single-launch kernels (zero when the workspace is allocated, zero again after every call), and
-// whatever a kernel keeps per call (partial results) starts after them. A counter region that
-// moved with T would land on an earlier call's partials, which are not zero. Host-safe.
+// The DSA kernels' use of the workspace layout every kernel keeps (kernels/common/workspace.h):
+// two arrival counters per counted block of a token's row in the first kCounterBytes.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/workspace.h"
+
 namespace mlakit::dsa_workspace {
 
-constexpr size_t kCounterBytes = 4096;
+using workspace::kCounterBytes;
 // Tokens whose counters fit: rows are split only while T x splits fits the co-resident CTAs, far
 // below this on every supported chip; validation checks it.
 constexpr int kMaxCountedTokens = int(kCounterBytes / (2 * sizeof(uint32_t)));  // 512

@@ -21,8 +21,8 @@
 #include "kernels/dsa_decode/common/ring_plan.h"
 #include "kernels/dsa_decode/v2_fp8/launch.h"
 #include "kernels/dsa_decode/v2_fp8/traits.h"
-#include "kernels/dsa_decode/v2_fused/h64_traits.h"
-#include "kernels/dsa_decode/v2_fused/h64_host.h"
+#include "kernels/dsa_decode/common/h64_host.h"
+#include "kernels/dsa_decode/common/h64_traits.h"
 
 namespace mlakit::dsa_v2_fp8 {
 namespace {
@@ -31,8 +31,8 @@ constexpr int kDefaultMinRows = 64;  // one 64-slot tile
 constexpr int kBulkGather = int(Gather::kBulk);
 // The 64-head kernel's only instance: v2_fused h64's ring (four 32-slot stages, a producer
 // warpgroup), loads into registers, wgmma.
-constexpr int kH64Heads = dsa_v2::h64::kCtaHeads;
-constexpr Pipe kH64Pipe{dsa_v2::h64::kStages, dsa_v2::h64::kProducers};
+constexpr int kH64Heads = dsa_h64::kCtaHeads;
+constexpr Pipe kH64Pipe{dsa_h64::kStages, dsa_h64::kProducers};
 constexpr int kH64Gather = int(Gather::kLdg);
 // The default takes h64 from this many T x heads at 64 heads (T = 16; 128 heads: below). Measured
 // (H200, one call, against 16 heads per CTA): serving T = 16..256 faster at every T (64 heads
@@ -54,7 +54,7 @@ constexpr int h64_min_token_heads(int heads) { return heads >= 128 ? kH64MinToke
 
 bool is_h64(const DsaTiling& t) { return t.cta_heads == kH64Heads; }
 DsaTiling h64_tiling(int splits, int min_rows) {
-  DsaTiling t{splits, min_rows, kH64Pipe.stages, 1, kH64Pipe.producers, kH64Gather, int(dsa_v2::Mma::kWgmma)};
+  DsaTiling t{splits, min_rows, kH64Pipe.stages, 1, kH64Pipe.producers, kH64Gather, int(dsa_split::Mma::kWgmma)};
   t.cta_heads = kH64Heads;
   return t;
 }
@@ -62,7 +62,7 @@ DsaTiling h64_tiling(int splits, int min_rows) {
 // Registers per thread of an instance: the compiled kernel's on a live device (read once per
 // instance), else the documented need.
 int registers_needed(const DsaTiling& t, Work work, const DeviceFacts& dev) {
-  const int documented = is_h64(t) ? dsa_v2::h64::kDocumentedRegisters : kDocumentedRegisters;
+  const int documented = is_h64(t) ? dsa_h64::kDocumentedRegisters : kDocumentedRegisters;
   if (!dev.live) return documented;
   static std::array<std::atomic<int>, std::size(kFp8Pipes) * 4 + 1> known{};
   size_t slot = 0;
@@ -97,14 +97,14 @@ Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
   if (is_h64(t)) {
     if (work != Work::kDecode) return reject(t, "h must be 16 for the gather floor: it moves each row once");
     if (t.stages != kH64Pipe.stages || t.producers != kH64Pipe.producers || t.gather != kH64Gather ||
-        t.mma != int(dsa_v2::Mma::kWgmma) || t.cluster != 0)
+        t.mma != int(dsa_split::Mma::kWgmma) || t.cluster != 0)
       return reject(t, "h64 (64 heads per CTA, wgmma) is compiled with x4p4, g3 (loads into registers), w1 (wgmma) "
                        "and c0 only");
-    return dsa_v2::h64::check_fits(t, dev, registers_needed(t, work, dev));
+    return dsa_h64::check_fits(t, dev, registers_needed(t, work, dev));
   }
   if (t.gather != kBulkGather)
     return reject(t, "g (gather) must be 1: each 656-byte row is one bulk copy; got " + std::to_string(t.gather));
-  if (t.mma != int(dsa_v2::Mma::kSync)) return reject(t, "w (MMA path) must be 0 (mma.sync); got " + std::to_string(t.mma));
+  if (t.mma != int(dsa_split::Mma::kSync)) return reject(t, "w (MMA path) must be 0 (mma.sync); got " + std::to_string(t.mma));
   if (t.cta_heads != 16) return reject(t, "h (heads per CTA) must be 16 or 64; got " + std::to_string(t.cta_heads));
   if (t.cluster != 0 && t.cluster != 1)
     return reject(t, "c (cluster merge) must be 0 (global memory) or 1 (cluster); got " + std::to_string(t.cluster));
@@ -144,7 +144,7 @@ class V2Fp8 final : public DsaKernel {
   // v2_fused's space, and for the decode every split count of 2..8 also with the cluster merge;
   // at 64 or 128 heads also the 64-head kernel at every split count.
   std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
-    std::vector<DsaTiling> out = dsa_ring::ring_search_space(dsa_v2::kMaxSplits, {kBulkGather},
+    std::vector<DsaTiling> out = dsa_ring::ring_search_space(dsa_split::kMaxSplits, {kBulkGather},
                                                              {std::begin(kFp8Pipes), std::end(kFp8Pipes)});
     if (work_ != Work::kDecode) return out;
     const size_t n = out.size();
@@ -154,7 +154,7 @@ class V2Fp8 final : public DsaKernel {
         out.back().cluster = 1;
       }
     if (p.num_heads % kH64Heads == 0)
-      for (const DsaTiling& t : dsa_ring::ring_search_space(dsa_v2::kMaxSplits, {kH64Gather}, {kH64Pipe}))
+      for (const DsaTiling& t : dsa_ring::ring_search_space(dsa_split::kMaxSplits, {kH64Gather}, {kH64Pipe}))
         out.push_back(h64_tiling(t.num_splits, t.block_n));
     return out;
   }
@@ -165,11 +165,11 @@ class V2Fp8 final : public DsaKernel {
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
     if (work_ == Work::kDecode && p.num_heads % kH64Heads == 0 &&
         p.num_tokens * p.num_heads >= h64_min_token_heads(p.num_heads))
-      return h64_tiling(dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows,
+      return h64_tiling(dsa_ring::default_splits(p, dev, dsa_split::kMaxSplits, kDefaultMinRows,
                                                  dsa_ring::head_groups(p, kH64Heads)),
                         kDefaultMinRows);
-    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_v2::kMaxSplits, kDefaultMinRows, groups(p)), kDefaultMinRows,
-                     kFp8DefaultPipe.stages, 1, kFp8DefaultPipe.producers, kBulkGather, int(dsa_v2::Mma::kSync)};
+    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_split::kMaxSplits, kDefaultMinRows, groups(p)), kDefaultMinRows,
+                     kFp8DefaultPipe.stages, 1, kFp8DefaultPipe.producers, kBulkGather, int(dsa_split::Mma::kSync)};
   }
 
   Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
@@ -186,14 +186,14 @@ class V2Fp8 final : public DsaKernel {
     // scheduled whole, and clusters never wait for each other.
     const bool global_merge = work_ == Work::kDecode && t.num_splits > 1 && t.cluster == 0;
     if (global_merge) MLAKIT_RETURN_IF_ERROR(dsa_ring::check_counted_blocks(p, t));
-    return dsa_ring::check_split(p, t, dev, dsa_v2::kMaxSplits, /*co_resident=*/global_merge, kCtasPerSm,
+    return dsa_ring::check_split(p, t, dev, dsa_split::kMaxSplits, /*co_resident=*/global_merge, kCtasPerSm,
                                  groups(p, t));
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
-    if (is_h64(t)) return dsa_v2::h64::workspace_layout(p, t.num_splits).bytes;  // v2_fused's h64 layout
+    if (is_h64(t)) return dsa_h64::workspace_layout(p, t.num_splits).bytes;  // v2_fused's h64 layout
     return work_ == Work::kDecode && t.cluster == 0
-               ? dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes
+               ? dsa_split::workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes
                : 0;
   }
 
@@ -208,7 +208,7 @@ class V2Fp8 final : public DsaKernel {
                     info().key.c_str(), t.name().c_str(), t.num_splits * groups(p, t), p.num_tokens,
                     dsa_ring::heads_note(p, kH64Heads).c_str(),
                     t.num_splits > 1 ? ", cooperative: split rows merge in-kernel through global memory" : "",
-                    format_kb(dsa_v2::h64::kSmemBytes).c_str(), format_kb(workspace_bytes(p, t)).c_str());
+                    format_kb(dsa_h64::kSmemBytes).c_str(), format_kb(workspace_bytes(p, t)).c_str());
       return buf;
     }
     std::snprintf(buf, sizeof buf,
@@ -229,15 +229,15 @@ class V2Fp8 final : public DsaKernel {
 
   Status launch(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x, void* workspace,
                 cudaStream_t stream) const override {
-    Params a{dsa_ring::ring_params<dsa_v2::Params>(p, t, x), p.page_size, page_shift_of(p.page_size)};
+    Params a{dsa_ring::ring_params<dsa_split::Params>(p, t, x), p.page_size, page_shift_of(p.page_size)};
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     a.head_groups = groups(p, t);
     if (is_h64(t)) {
-      dsa_v2::h64::point_into(a, dsa_v2::h64::workspace_layout(p, t.num_splits), workspace);
+      dsa_h64::point_into(a, dsa_h64::workspace_layout(p, t.num_splits), workspace);
       return cuda_status(launch_h64(a, stream), info().key + " launch");
     }
     auto* base = static_cast<char*>(workspace);
-    const dsa_v2::WorkspaceLayout w = dsa_v2::workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
+    const dsa_split::WorkspaceLayout w = dsa_split::workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
     if (work_ == Work::kDecode && t.cluster == 0 && w.bytes > 0) {  // a cluster merges in shared memory
       a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
       a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);

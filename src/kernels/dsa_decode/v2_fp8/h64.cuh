@@ -26,15 +26,15 @@
 #include <cstdint>
 
 #include "kernels/dsa_decode/v2_fp8/kernel.cuh"
-#include "kernels/dsa_decode/v2_fused/h64.cuh"
+#include "kernels/dsa_decode/common/h64_cta.cuh"
 
 namespace mlakit::dsa_v2_fp8::h64 {
 
 using namespace mlakit::kernels;
-using dsa_v2::h64::kProducers;
-using dsa_v2::h64::kStages;
-using dsa_v2::h64::num_stages_of;
-using dsa_v2::h64::SmemPlan;
+using dsa_h64::kProducers;
+using dsa_h64::kStages;
+using dsa_h64::num_stages_of;
+using dsa_h64::SmemPlan;
 
 // The roles' registers after the split (setmaxnreg): the producers hold a stage's four rows per lane
 // (84 registers of loads) and the next stage's slots beside the conversion; the consumers compile
@@ -144,7 +144,7 @@ constexpr int kWarpsPerStage = 2;
 constexpr int kWarpSets = kProducers / kWarpsPerStage;
 constexpr int kRowsPerLane = kStageRows / kWarpsPerStage / 4;  // 4
 static_assert(kStages % kWarpSets == 0 && kRowsPerLane == 4, "a warp pair takes whole stages; four slots per load");
-static_assert(kWarpsPerStage == dsa_v2::h64::kWarpsPerStage, "run_cta's full barriers count 32 x kWarpsPerStage lanes");
+static_assert(kWarpsPerStage == dsa_h64::kWarpsPerStage, "run_cta's full barriers count 32 x kWarpsPerStage lanes");
 __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slots, int count, int pw) {
   const auto* cache = static_cast<const uint8_t*>(p.io.kv_cache);
   const int lane = threadIdx.x % 32, c = lane % 8;
@@ -181,13 +181,11 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
   // loads (waiting for them took a third of the producers' time, ncu).
   int i = pw / kWarpsPerStage;
   if (i < num_stages) load_rows(i, load_slots(i));
-  MLAKIT_STAMP(i == 0 && pw == 0 && lane == 0, kFillBulk);  // phase timeline: the first stage's loads issued
   int4 next = load_slots(i + kWarpSets);  // the slots of the warp pair's next stage
   for (; i < num_stages; i += kWarpSets) {
     const Ring<kStages> pos{i};
     const int b = pos.buffer();
     pos.wait_empty(s.empty);
-    MLAKIT_STAMP(i == 0 && pw == 0 && lane == 0, kFillStart);  // the phase timeline (no-op elsewhere)
     if (rows64::seesaw_stage_empty(i * kStageRows, b, count)) {  // an empty tile B: nothing to write
       mbar_arrive(&s.full[b]);
       continue;  // the last pair's: no later stage (its rows loaded nothing)
@@ -199,11 +197,8 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
     asm volatile("" : "+r"(r));
 #pragma unroll
     for (int u = 0; u < kRowsPerLane; ++u) store_share(stage, r + u, c, x[u], valid(u, i));
-    MLAKIT_STAMP(i == 0 && pw == 0 && lane == 0, kFillCopied);  // its rows converted and stored
     fence_async_smem();  // the stores are read by wgmma (the async proxy)
     mbar_arrive(&s.full[b]);
-    MLAKIT_STAMP(i == 0 && pw == 0 && lane == 0, kIssued);
-    MLAKIT_STAMP(i + kWarpSets >= num_stages && lane == 0, kLastIssued);
     if (i + kWarpSets < num_stages) {
       load_rows(i + kWarpSets, next);
       next = load_slots(i + 2 * kWarpSets);
@@ -222,8 +217,8 @@ struct Fp8Source {
 };
 
 template <bool FewSplits = false>
-__global__ void __launch_bounds__(dsa_v2::h64::kThreads, 1) dsa_v2_fp8_h64_kernel(const __grid_constant__ Params p) {
-  dsa_v2::h64::run_cta<FewSplits, Fp8Source>(p);
+__global__ void __launch_bounds__(dsa_h64::kThreads, 1) dsa_v2_fp8_h64_kernel(const __grid_constant__ Params p) {
+  dsa_h64::run_cta<FewSplits, Fp8Source>(p);
 }
 
 }  // namespace mlakit::dsa_v2_fp8::h64

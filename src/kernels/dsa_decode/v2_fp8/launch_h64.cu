@@ -1,13 +1,13 @@
 // v2_fp8 host launcher of the 64-heads-per-CTA kernel over the FP8 cache (h64.cuh; the launch is
-// v2_fused's, launch_h64.cuh).
+// dsa_decode/common/h64_launch.cuh).
 #include "kernels/dsa_decode/v2_fp8/h64.cuh"
 #include "kernels/dsa_decode/v2_fp8/launch.h"
-#include "kernels/dsa_decode/v2_fused/launch_h64.cuh"
+#include "kernels/dsa_decode/common/h64_launch.cuh"
 
 namespace mlakit::dsa_v2_fp8 {
 
 cudaError_t launch_h64(const Params& params, cudaStream_t stream) {
-  return dsa_v2::h64::launch_kernel<h64::dsa_v2_fp8_h64_kernel<true>, h64::dsa_v2_fp8_h64_kernel<false>>(
+  return dsa_h64::launch_kernel<h64::dsa_v2_fp8_h64_kernel<true>, h64::dsa_v2_fp8_h64_kernel<false>>(
       params, stream, "dsa_decode.v2_fp8.h64");
 }
 

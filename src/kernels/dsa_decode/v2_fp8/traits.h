@@ -5,18 +5,20 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/dsa_decode/v2_fused/traits.h"
+#include "kernels/common/consumer_h16.h"
+#include "kernels/dsa_decode/common/row_ring.h"
+#include "kernels/dsa_decode/common/split_params.h"
 #include "mlakit/dsa_fp8.h"
 
 namespace mlakit::dsa_v2_fp8 {
 
 using namespace mlakit::dsa_ring;
-using dsa_v2::kConsumerThreads;
-using dsa_v2::kConsumerWarps;
-using dsa_v2::kHeads;
-using dsa_v2::kMaxTopk;
-using dsa_v2::kTileRows;
-using dsa_v2::kTileStages;
+using dsa_split::kMaxTopk;
+using h16::kConsumerThreads;
+using h16::kConsumerWarps;
+using h16::kHeads;
+using h16::kTileRows;
+using h16::kTileStages;
 
 // One raw ring stage: 32 rows of 656 bytes, each row one bulk copy.
 constexpr int kRawRowBytes = dsa_fp8::kRowBytes;
@@ -30,7 +32,9 @@ constexpr int kProducerWarps = 4;
 constexpr int kConsumerRegs = 232, kProducerRegs = 40;
 static_assert(kWgs * kConsumerThreads * kConsumerRegs + kProducerWarps * 32 * kProducerRegs <= 65536,
               "the register file holds both consumer warpgroups and the producers");
-using dsa_v2::kThreadsFor;
+// Warps 0-7 consume (two warpgroups), the Producers warps after them gather rows.
+template <int Producers, int Wgs = kWgs>
+constexpr int kThreadsFor = kConsumerThreads * Wgs + Producers * 32;
 // Named barrier of both consumer warpgroups (1 and 2 are each warpgroup's own).
 constexpr uint32_t kPairBarrier = 3;
 
@@ -48,11 +52,11 @@ constexpr Pipe kFp8DefaultPipe = {8, kProducerWarps};
 // memory: at most the portable cluster size of CTAs.
 constexpr int kMaxClusterSplits = 8;
 
-// Kernel arguments: v2_fused's, plus the page size (a slot's row is at
+// Kernel arguments: the split rows' (dsa_decode/common/split_params.h), plus the page size (a slot's row is at
 // kv_cache + (slot / page_size) * kv_stride_page + (slot % page_size) * 656) and, for a page size
 // that is a power of two (the engines' 64), its log2, else -1: a shift instead of a division on the
 // producers' path to their first copies (~60 cycles of it: v2_fused devlog step 28).
-struct Params : dsa_v2::Params {
+struct Params : dsa_split::Params {
   int page_size;
   int page_shift;
 };
@@ -71,7 +75,7 @@ struct SmemPlan {
   uint64_t empty[Stages];  // the consumers are done with the stage (decode) or saw it (floor)
   uint64_t q_full;
   int32_t warp_count[32];
-  dsa_v2::WgPart wg[kWgs];  // each consumer warpgroup's reductions, Q / partial S and P
+  h16::WgPart wg[kWgs];  // each consumer warpgroup's reductions, Q / partial S and P
   alignas(16) uint8_t ring[Stages][kRawStageBytes];  // raw 656-byte rows
   int32_t slots[kMaxTopk];
 };

@@ -18,8 +18,8 @@
 #include "base/format.h"
 #include "kernels/common/resources.h"
 #include "kernels/dsa_decode/common/ring_plan.h"
-#include "kernels/dsa_decode/v2_fused/h64_traits.h"
-#include "kernels/dsa_decode/v2_fused/h64_host.h"
+#include "kernels/dsa_decode/common/h64_host.h"
+#include "kernels/dsa_decode/common/h64_traits.h"
 #include "kernels/dsa_decode/v2_fused/launch.h"
 #include "kernels/dsa_decode/v2_fused/traits.h"
 
@@ -28,7 +28,7 @@ namespace {
 
 constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
 // The only compiled h64 instance's pipe: four 32-slot stages, a producer warpgroup.
-constexpr Pipe kH64Pipe{h64::kStages, h64::kProducers};
+constexpr Pipe kH64Pipe{dsa_h64::kStages, dsa_h64::kProducers};
 // The default takes h64 from this many T x heads (64 heads from T = 5, 128 from T = 3). Since its
 // output goes out in whole rows and its split rows merge in one walk (devlog step 41) h64 with 16
 // CTAs per row beats h32 with 8 on long rows there (full rows, 64 heads T = 5 / 6 / 8: 16.8 /
@@ -59,7 +59,7 @@ Instance instance_of(const DsaTiling& t) {
 int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
   const int wgs = wgs_of(t);
   const auto documented = [&] {
-    return wgs == kH64Blocks ? h64::kDocumentedRegisters : documented_registers(wgs, t.producers);
+    return wgs == kH64Blocks ? dsa_h64::kDocumentedRegisters : documented_registers(wgs, t.producers);
   };
   if (!dev.live) return documented();
   static std::array<std::atomic<int>, std::size(kPipeChoices) * 2 + std::size(kWidePipes) + 3> known{};
@@ -90,9 +90,9 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
   using dsa_ring::reject;
   if (t.merge_head_groups != 1) return reject(t, "v2_fused merges in the kernel: m must be 1; got " + std::to_string(t.merge_head_groups));
   if (t.cluster != 0) return reject(t, "v2_fused merges split rows through global memory: c must be 0; got " + std::to_string(t.cluster));
-  if (t.cta_heads != 16 && t.cta_heads != 32 && t.cta_heads != h64::kCtaHeads)
+  if (t.cta_heads != 16 && t.cta_heads != 32 && t.cta_heads != dsa_h64::kCtaHeads)
     return reject(t, "h (heads per CTA) must be 16, 32 or 64; got " + std::to_string(t.cta_heads));
-  if (t.cta_heads != h64::kCtaHeads) {
+  if (t.cta_heads != dsa_h64::kCtaHeads) {
     if (t.gather != int(Gather::kHybrid) && t.gather != int(Gather::kBulk))
       return reject(t, "g (gather) must be 0 (bulk ckv + cp.async kpe) or 1 (bulk) with h16 and h32; got " +
                            std::to_string(t.gather));
@@ -107,7 +107,7 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
   if (wgs == kH64Blocks) {
     if (!is_h64(instance_of(t)))
       return reject(t, "h64 (64 heads per CTA, wgmma) is compiled with x4p4, g2 (cp.async) and w1 (wgmma) only");
-    return h64::check_fits(t, dev, registers_needed(t, dev));
+    return dsa_h64::check_fits(t, dev, registers_needed(t, dev));
   }
   if (wgs == 2 && (t.gather != int(Gather::kHybrid) || t.mma != int(Mma::kSync)))
     return reject(t, "h32 (two consumer warpgroups) is compiled with g0 (hybrid gather) and w0 (mma.sync) only");
@@ -184,10 +184,10 @@ class V2Fused final : public DsaKernel {
           t.pool = 1;
           out.push_back(t);
         }
-    if (p.num_heads % h64::kCtaHeads != 0) return out;
+    if (p.num_heads % dsa_h64::kCtaHeads != 0) return out;
     for (DsaTiling t : dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kCpAsync)}, {kH64Pipe})) {
       t.mma = int(Mma::kWgmma);
-      t.cta_heads = h64::kCtaHeads;
+      t.cta_heads = dsa_h64::kCtaHeads;
       out.push_back(t);
     }
     return out;
@@ -198,10 +198,10 @@ class V2Fused final : public DsaKernel {
   // T x H = kH16MaxTokenHeads one per CTA (h16), whose head groups spread over more SMs. From T x H
   // >= kH64MinTokenHeads at 64 or 128 heads: the wgmma kernel of 64 heads per CTA (h64).
   DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    if (p.num_heads % h64::kCtaHeads == 0 && p.num_tokens * p.num_heads >= kH64MinTokenHeads) {
-      DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, h64::kCtaHeads)),
+    if (p.num_heads % dsa_h64::kCtaHeads == 0 && p.num_tokens * p.num_heads >= kH64MinTokenHeads) {
+      DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, dsa_h64::kCtaHeads)),
                   kDefaultMinRows, kH64Pipe.stages, 1, kH64Pipe.producers, int(Gather::kCpAsync), int(Mma::kWgmma)};
-      t.cta_heads = h64::kCtaHeads;
+      t.cta_heads = dsa_h64::kCtaHeads;
       return t;
     }
     const int cta_heads = p.num_heads % 32 == 0 && p.num_tokens * p.num_heads > kH16MaxTokenHeads ? 32 : kHeads;
@@ -226,12 +226,12 @@ class V2Fused final : public DsaKernel {
   }
 
   size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
-    if (t.cta_heads == h64::kCtaHeads) return h64::workspace_layout(p, t.num_splits).bytes;
+    if (t.cta_heads == dsa_h64::kCtaHeads) return dsa_h64::workspace_layout(p, t.num_splits).bytes;
     return workspace_layout(dsa_ring::head_blocks(p), t.num_splits, t.pool == 1).bytes;
   }
 
   std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
-    const bool wide = t.cta_heads == h64::kCtaHeads;
+    const bool wide = t.cta_heads == dsa_h64::kCtaHeads;
     char split_note[160] = "";
     if (t.pool != 1 && t.num_splits > 1)
       std::snprintf(split_note, sizeof split_note,
@@ -246,7 +246,7 @@ class V2Fused final : public DsaKernel {
                   p.num_tokens, dsa_ring::heads_note(p, t.cta_heads).c_str(),
                   t.pool == 1 ? ", cooperative: rows pooled over the whole grid, split rows merge in-kernel" : split_note,
                   kConsumerWarps * wgs_of(t),
-                  t.producers, format_kb(wide ? h64::kSmemBytes : smem_bytes(t.stages, wgs_of(t))).c_str(), t.stages,
+                  t.producers, format_kb(wide ? dsa_h64::kSmemBytes : smem_bytes(t.stages, wgs_of(t))).c_str(), t.stages,
                   kStageRows,
                   t.gather == 0 ? "bulk ckv + cp.async kpe"
                   : t.gather == 1 ? "bulk"
@@ -264,8 +264,8 @@ class V2Fused final : public DsaKernel {
     Params a = dsa_ring::ring_params<Params>(p, t, x);
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     a.head_groups = dsa_ring::head_groups(p, t.cta_heads);
-    if (t.cta_heads == h64::kCtaHeads) {
-      h64::point_into(a, h64::workspace_layout(p, t.num_splits), workspace);
+    if (t.cta_heads == dsa_h64::kCtaHeads) {
+      dsa_h64::point_into(a, dsa_h64::workspace_layout(p, t.num_splits), workspace);
       return cuda_status(dsa_v2::launch(a, instance_of(t), stream), info().key + " launch");
     }
     auto* base = static_cast<char*>(workspace);

@@ -4,7 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/dsa_decode/common/row_ring.h"
-#include "kernels/dsa_decode/v2_fused/h64_traits.h"
+#include "kernels/dsa_decode/common/h64_traits.h"
 #include "kernels/dsa_decode/v2_fused/traits.h"
 
 namespace mlakit::dsa_v2 {
@@ -28,16 +28,15 @@ constexpr bool is_pooled_instance(const Instance& in) {
 
 // The `wgs` (blocks of 16 heads per CTA) that marks the 64-heads-per-CTA kernel (h64.cuh), whose
 // only instance is Instance{{4, 4}, kCpAsync, kWgmma, 4}.
-constexpr int kH64Blocks = h64::kCtaHeads / kHeads;
+constexpr int kH64Blocks = dsa_h64::kCtaHeads / kHeads;
 constexpr bool is_h64(const Instance& in) {
-  return in.wgs == kH64Blocks && in.pipe.stages == h64::kStages && in.pipe.producers == h64::kProducers &&
+  return in.wgs == kH64Blocks && in.pipe.stages == dsa_h64::kStages && in.pipe.producers == dsa_h64::kProducers &&
          in.gather == Gather::kCpAsync && in.mma == Mma::kWgmma;
 }
 
 // Whether a launch of `in` with `max_splits` CTAs per row runs the instance's twin whose merge
-// loads all of a thread's chunks before folding (devlog steps 31-32): 2-4 splits, with the hybrid
-// gather and mma.sync (not pooled) or the h64 kernel. launch() and --explain both ask this.
-constexpr bool merges_few_splits(int max_splits) { return max_splits >= 2 && max_splits <= 4; }
+// loads all of a thread's chunks before folding (merges_few_splits): the hybrid gather (not
+// pooled) or the h64 kernel. launch() and --explain both ask this.
 constexpr bool runs_merge_twin(const Instance& in, int max_splits) {
   return merges_few_splits(max_splits) &&
          (is_h64(in) || (!in.pooled && in.gather == Gather::kHybrid && in.mma == Mma::kSync));

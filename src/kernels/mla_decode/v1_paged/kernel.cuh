@@ -3,7 +3,7 @@
 //   grid = (ctas_per_group, groups); group (i, hb) = query position i, heads [16 hb, 16 hb + 16)
 //   of every request; CTA c of a group takes an equal contiguous range of the group's work units
 //   (schedule.cuh) and walks its pieces of work items in order.
-//   warps 0-3: consumers, the 16-head warpgroup shared with dsa_decode v2_fused (QK, base-2
+//   warps 0-3: consumers, the 16-head warpgroup of kernels/common/consumer_h16.cuh (QK, base-2
 //   online softmax, PV with bf16 mma.sync) over 64-row tiles of a ring that continues across the
 //   CTA's pieces; an item held whole stores bf16 output and lse, a piece of a split item stores an
 //   unnormalised partial into the CTA's slot and counts itself at the item's counter.
@@ -21,15 +21,15 @@
 #include "kernels/common/bf16x2.cuh"
 #include "kernels/common/chunk_merge.cuh"
 #include "kernels/common/ring.cuh"
-#include "kernels/dsa_decode/common/gather_ring.cuh"
-#include "kernels/dsa_decode/v2_fused/consumer_mma.cuh"
+#include "kernels/common/row_copy.cuh"
+#include "kernels/common/consumer_h16.cuh"
 #include "kernels/mla_decode/v1_paged/schedule.cuh"
 
 namespace mlakit::mla_v1 {
 
 using namespace mlakit::kernels;
-static_assert(dsa_v2::kHeads == kHeadBlock && dsa_v2::kSPitch == kSPitch && dsa_v2::kPPitch == kPPitch &&
-                  dsa_v2::kConsumerWarps == kConsumerWarps,
+static_assert(h16::kHeads == kHeadBlock && h16::kSPitch == kSPitch && h16::kPPitch == kPPitch &&
+                  h16::kConsumerWarps == kConsumerWarps,
               "the shared consumer's shared-memory layout");
 
 // Which query rows a group works on.
@@ -113,10 +113,8 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
     if (pc.count == 0) continue;
     if (pw < QWarps && items != 0) {
       // Stamps of the first Q the producers load (lane 0 of warp 0): reached, copies issued.
-      MLAKIT_STAMP(items == 1 && threadIdx.x % 128 == 0, kFillStart);
       Ring<1>{items}.wait_empty(&s.q_empty);  // the consumers hold the previous item's Q
       load_q(b, pw);
-      MLAKIT_STAMP(items == 1 && threadIdx.x % 128 == 0, kFillCopied);
       cp_async_arrive_on(&s.q_full);
     }
     ++items;
@@ -127,7 +125,6 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
       fill(b, pc.begin + k * kStageRows, max(0, min(kStageRows, pc.count - k * kStageRows)), stage.buffer(),
            pc.begin + pc.count);
       // The CTA's second stage (producer warp 1's first) requested.
-      MLAKIT_STAMP(stage.use == 1 && threadIdx.x % 32 == 0, kIssued);
     }
   }
 }
@@ -143,7 +140,7 @@ __device__ inline void load_q(const Params& p, const Group& g, int b, uint16_t* 
   const auto* q_pe = static_cast<const uint16_t*>(x.q_pe) + b * x.q_pe_stride_b + g.qpos * x.q_pe_stride_s +
                      h * x.q_pe_stride_h;
   for (int k = head0; k < kHeadBlock; k += step)
-    dsa_ring::cp_async_row(dst + k * dsa_ring::kKvPitch, q_nope + k * x.q_nope_stride_h, q_pe + k * x.q_pe_stride_h,
+    cp_async_row(dst + k * kKvPitch, q_nope + k * x.q_nope_stride_h, q_pe + k * x.q_pe_stride_h,
                            true);
 }
 
@@ -155,7 +152,7 @@ __device__ inline void load_first_q(const Params& p, Smem& s, const Group& g, in
   load_q(p, g, b, s.q, threadIdx.x / 32, kConsumerWarps);
   cp_async_commit();
   cp_async_wait<0>();
-  dsa_v2::consumer_sync();
+  h16::consumer_sync();
 }
 
 template <int Stages, int Producers, class Smem>
@@ -191,25 +188,25 @@ __device__ __forceinline__ void walk_tiles(Smem& s, int count, Ring<Stages, int6
 // The tiles of one piece, continuing the CTA's ring at stage `stage`.
 template <int Stages, class Smem>
 __device__ void consume_piece(Smem& s, int count, Ring<Stages, int64_t>& stage, float scale_log2, const uint32_t (&qa)[9][4],
-                              dsa_v2::RowState& st, float (&o)[dsa_v2::kOTiles][4]) {
+                              h16::RowState& st, float (&o)[h16::kOTiles][4]) {
   walk_tiles<Stages>(s, count, stage, [&](int i, bool two, int b0, int b1) {
-    const dsa_v2::Tile tile(s.ring[b0], two ? s.ring[b1] : s.ring[b0], min(kUnitRows, count - i * kStageRows), s.zeros);
-    dsa_v2::decode_tile(s, qa, tile, scale_log2, st, o);
+    const h16::Tile tile(s.ring[b0], two ? s.ring[b1] : s.ring[b0], min(kUnitRows, count - i * kStageRows), s.zeros);
+    h16::decode_tile(s, qa, tile, scale_log2, st, o);
   });
 }
 
 // bf16 O / l and lse of an item held whole (consumer threads); count == 0: output 0, lse -inf.
-__device__ inline void store_item(const Params& p, int64_t row0, const dsa_v2::RowState& st, const float (&l_total)[2],
-                           const float (&o)[dsa_v2::kOTiles][4], bool empty) {
+__device__ inline void store_item(const Params& p, int64_t row0, const h16::RowState& st, const float (&l_total)[2],
+                           const float (&o)[h16::kOTiles][4], bool empty) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
   auto* out = static_cast<uint32_t*>(p.io.output);
-  const int col = warp * dsa_v2::kDimsPerWarp + 2 * (lane % 4);
+  const int col = warp * h16::kDimsPerWarp + 2 * (lane % 4);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float inv = empty ? 0.f : fast_rcp(l_total[r]);
     const int64_t base = (row0 + g + 8 * r) * kDimV + col;
 #pragma unroll
-    for (int j = 0; j < dsa_v2::kOTiles; ++j) out[(base + j * 8) / 2] = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+    for (int j = 0; j < h16::kOTiles; ++j) out[(base + j * 8) / 2] = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
   }
   if (warp == 0 && lane % 4 == 0) {
     p.io.lse[row0 + g] = empty ? -INFINITY : st.m[0] + fast_log2(l_total[0]);
@@ -221,15 +218,15 @@ __device__ inline void store_item(const Params& p, int64_t row0, const dsa_v2::R
 // in whole 32-byte sectors (a quad's half-sector stores cost the split shapes more), and (m, l):
 // l = 0 for an empty piece, which the merge skips. An empty piece still writes its O (zeros): the
 // merge loads every piece's O before it looks at l, and must never read one an earlier call left.
-__device__ inline void store_partial(const Params& p, int64_t slot_row, const dsa_v2::RowState& st,
-                                     const float (&l_total)[2], const float (&o)[dsa_v2::kOTiles][4], bool empty) {
-  static_assert(dsa_v2::kOTiles % 2 == 0, "tiles in pairs: 16 dims, one sector of bf16");
+__device__ inline void store_partial(const Params& p, int64_t slot_row, const h16::RowState& st,
+                                     const float (&l_total)[2], const float (&o)[h16::kOTiles][4], bool empty) {
+  static_assert(h16::kOTiles % 2 == 0, "tiles in pairs: 16 dims, one sector of bf16");
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    uint16_t* dst = p.part_o + (slot_row + g + 8 * r) * kDimV + warp * dsa_v2::kDimsPerWarp;
+    uint16_t* dst = p.part_o + (slot_row + g + 8 * r) * kDimV + warp * h16::kDimsPerWarp;
 #pragma unroll
-    for (int j = 0; j < dsa_v2::kOTiles; j += 2)
+    for (int j = 0; j < h16::kOTiles; j += 2)
       store_bf16_tile_pair(dst + j * 8, pack_bf16x2(o[j][2 * r], o[j][2 * r + 1]),
                            pack_bf16x2(o[j + 1][2 * r], o[j + 1][2 * r + 1]));
   }
@@ -242,13 +239,13 @@ __device__ inline void store_partial(const Params& p, int64_t slot_row, const ds
 // Counts this CTA's piece at the item's counter once every consumer thread's stores are visible.
 __device__ inline void publish_piece(uint32_t* arrivals) {
   __threadfence();
-  dsa_v2::consumer_sync();
+  h16::consumer_sync();
   if (threadIdx.x == 0) atomicAdd(arrivals, 1u);
 }
 
 template <int Stages, class Smem>
 __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g) {
-  dsa_v2::write_zero_row(s);  // ordered before every P V by load_first_q's consumer barrier
+  h16::write_zero_row(s);  // ordered before every P V by load_first_q's consumer barrier
   Ring<Stages, int64_t> stage;
   int items = 0;
   int64_t unit = r.first_unit;
@@ -256,19 +253,18 @@ __device__ void consume(const Params& p, Smem& s, const Range& r, const Group& g
   for (int b = r.first; b <= r.last; ++b) {
     const Piece pc = piece_of(p, r, g.qpos, b, unit);
     unit += pc.units;
-    dsa_v2::RowState st;
-    float o[dsa_v2::kOTiles][4] = {};
+    h16::RowState st;
+    float o[h16::kOTiles][4] = {};
     float l_total[2] = {0.f, 0.f};
     if (pc.count > 0) {
-      uint32_t qa[dsa_v2::kQkSteps][4];
+      uint32_t qa[h16::kQkSteps][4];
       if (items == 0) load_first_q(p, s, g, b);
       else Ring<1>{items - 1}.wait_full(&s.q_full);  // the producers' copy of this item's Q
-      dsa_v2::load_q_fragments(s.q, qa);
+      h16::load_q_fragments(s.q, qa);
       mbar_arrive(&s.q_empty);
-      MLAKIT_STAMP(items == 0 && threadIdx.x == 0, kQReady);  // the first item's Q in registers
       ++items;
       consume_piece<Stages>(s, pc.count, stage, p.scale_log2, qa, st, o);
-      dsa_v2::reduce_row_sums(s, st, l_total);
+      h16::reduce_row_sums(s, st, l_total);
     }
     if (pc.pieces == 1) {
       store_item(p, g.out_row(b, p.heads, p.seq_q), st, l_total, o, pc.count == 0);
@@ -385,7 +381,6 @@ __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, con
     while (ld_acquire_gpu(&counters[0]) < uint32_t(pc.pieces)) __nanosleep(32);
     __threadfence();
   }
-  MLAKIT_STAMP(threadIdx.x == 0, kMergeLoaded);  // every piece of the item arrived
   sync();
   const uint32_t left_before = threadIdx.x == 0 ? atomicAdd(&counters[1], 1u) : 0u;
   merge_share<kThreads, kSlotRows, kBatch>(p, pc, r.n, r.total, g, int(blockIdx.x) - pc.first_cta);
@@ -417,26 +412,26 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   auto& s = *reinterpret_cast<SmemPlan<Stages>*>(smem_raw);
   const int head_blocks = p.heads / kHeadBlock;
   const Group g{int(blockIdx.y) / head_blocks, int(blockIdx.y) % head_blocks, int(blockIdx.y)};
-  MLAKIT_STAMP_START(threadIdx.x == 0);  // the phase timeline (timeline.cuh; no-ops in other builds)
+  timeline::phase(timeline::kStart);  // the phase hook (timeline.cuh; no-op in other builds)
   init_barriers(s);  // ordered before first use by locate_range's barriers
   const Range r = locate_range<kThreadsFor<Producers>, true>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
-  MLAKIT_STAMP(threadIdx.x == 0, kSliced);  // the schedule computed
-  MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
+  timeline::phase(timeline::kSliced);  // the schedule computed
+  timeline::phase_value(timeline::kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
   if (r.empty()) {  // more CTAs than units: this one holds none
-    MLAKIT_STAMP_STOP(threadIdx.x == 0);
+    timeline::phase(timeline::kStop);
     return;
   }
   const int warp = threadIdx.x / 32;
   if (warp >= kConsumerWarps) produce<Stages, Producers>(p, s, r, g, warp - kConsumerWarps);
   else if constexpr (kMath) consume<Stages>(p, s, r, g);
   else consume_no_math<Stages>(p, s, r, g, [&](int b) { load_first_q(p, s, g, b); });
-  MLAKIT_STAMP(threadIdx.x == 0, kStored);  // every piece computed, stored or published
+  timeline::phase(timeline::kStored);  // every piece computed, stored or published
   if constexpr (!kMath) return;
   __syncthreads();  // every piece of this CTA is published; the ring is free
-  MLAKIT_STAMP(threadIdx.x == 0, kMet);  // (the CTA's own pieces only: merge_item waits for the others)
+  timeline::phase(timeline::kMet);  // (the CTA's own pieces only: merge_item waits for the others)
   merge_split_items<kThreadsFor<Producers>, kHeadBlock, kMergeBatchRows16>(p, r, g, [] { __syncthreads(); });
-  MLAKIT_STAMP(threadIdx.x == 0, kMerged);
-  MLAKIT_STAMP_STOP(threadIdx.x == 0);
+  timeline::phase(timeline::kMerged);
+  timeline::phase(timeline::kStop);
 }
 
 }  // namespace mlakit::mla_v1

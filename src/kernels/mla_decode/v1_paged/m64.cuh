@@ -267,14 +267,6 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
       if (items == 0) {
         cp_async_commit();
         cp_async_wait<0>();
-        MLAKIT_STAMP(threadIdx.x == 0, kQReady);  // the first item's Q rows of consumer warp 0 landed
-#ifdef MLAKIT_TIMELINE
-        if (threadIdx.x == 32) {     // the first tile's two stages landed, apart from Q
-          mbar_wait(&s.full[0], 0);  // (waiting on a phase consumes nothing; the tile's own
-          mbar_wait(&s.full[1], 0);  // waits follow at once, so this delays nothing)
-          MLAKIT_STAMP(true, kFirstTile);
-        }
-#endif
         fence_async_smem();  // cp.async wrote Q; wgmma (the async proxy) reads it
         pair_sync();         // every consumer warp's rows are in
       } else {
@@ -316,7 +308,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& s = rows64::plan_at<SmemPlan>(smem_raw);
   const Group g = group_of(p, int(blockIdx.y));
-  MLAKIT_STAMP_START(threadIdx.x == 0);  // the phase timeline (timeline.cuh; no-ops in other builds)
+  timeline::phase(timeline::kStart);  // the phase hook (timeline.cuh; no-op in other builds)
   if (threadIdx.x == 0) {
     for (auto& b : s.full) mbar_init(&b, 32);  // the filling warp's lanes
     for (auto& b : s.empty) mbar_init(&b, kConsumerThreads);
@@ -334,10 +326,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   // moves and it lost ~3 % (mla devlog run 60).
   constexpr bool kUniform = !kAligned;
   const Range r = kUniform ? warp_uniform(found) : found;
-  MLAKIT_STAMP(threadIdx.x == 0, kSliced);  // the schedule computed
-  MLAKIT_STAMP_VALUE(threadIdx.x == 0, kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
+  timeline::phase(timeline::kSliced);  // the schedule computed
+  timeline::phase_value(timeline::kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
   if (r.empty()) {  // more CTAs than units: this one holds none
-    MLAKIT_STAMP_STOP(threadIdx.x == 0);
+    timeline::phase(timeline::kStop);
     return;
   }
   const int warp = threadIdx.x / 32;
@@ -351,13 +343,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
     mla_v1::consume_no_math<kStages, kPiecePad<kSeesaw>>(p, s, r, g, [&](int b) { load_first_q(p, s, g, b); });
   } else {
     consume<kSeesaw, kUniform>(p, s, r, g);
-    MLAKIT_STAMP(threadIdx.x == 0, kStored);  // every piece computed, stored or published
+    timeline::phase(timeline::kStored);  // every piece computed, stored or published
     pair_sync();  // every piece of this CTA is published; the ring is free
-    MLAKIT_STAMP(threadIdx.x == 0, kMet);
+    timeline::phase(timeline::kMet);
     merge_split_items<kConsumerThreads, kRows>(p, r, g, [] { pair_sync(); });
-    MLAKIT_STAMP(threadIdx.x == 0, kMerged);
+    timeline::phase(timeline::kMerged);
   }
-  MLAKIT_STAMP_STOP(threadIdx.x == 0);
+  timeline::phase(timeline::kStop);
 }
 
 }  // namespace mlakit::mla_v1::m64

@@ -3,7 +3,7 @@
 // from here.
 //
 // A work item ("vtoken") is 16 query heads of one query token of one request: the M of the
-// shared 16-head consumer (kernels/dsa_decode/v2_fused/consumer_mma.cuh). The grid is split into
+// shared 16-head consumer (kernels/common/consumer_h16.cuh). The grid is split into
 // `groups` = s_q x heads / 16 groups of CTAs; group (i, hb) walks query position i, head block hb
 // of every request, so the groups read the same cache rows at the same pace (one DRAM read, the
 // others hit L2). Within a group, the requests' rows are one flat sequence of 64-row units (plus
@@ -13,21 +13,22 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/host_device.h"
+#include "kernels/common/kv_rows.h"
 #include "kernels/common/tensor_map.h"
-#include "kernels/dsa_decode/common/row_ring.h"
-#include "kernels/dsa_decode/common/workspace.h"
+#include "kernels/common/workspace.h"
 #include "mlakit/mla.h"
 
 namespace mlakit::mla_v1 {
 
-using dsa_ring::kDimK;
-using dsa_ring::kDimR;
-using dsa_ring::kDimV;
-using dsa_ring::kKvPitch;
-using dsa_ring::kRowBytes;
-using dsa_ring::kStageElems;
-using dsa_ring::kStageRows;
-using dsa_ring::Pipe;
+using kernels::kDimK;
+using kernels::kDimR;
+using kernels::kDimV;
+using kernels::kKvPitch;
+using kernels::kRowBytes;
+using kernels::kStageElems;
+using kernels::kStageRows;
+using kernels::Pipe;
 
 constexpr int kHeadBlock = 16;        // query heads of one work item: the M of every MMA
 constexpr int kConsumerWarps = 4;     // one warpgroup: QK, softmax, PV
@@ -42,7 +43,7 @@ constexpr int kMaxSeqQ = 4;
 constexpr int kMaxGroups = kMaxSeqQ * kMaxHeads / kHeadBlock;  // 32
 // Split work items merge through per-CTA partial slots and per-CTA counters in the workspace's
 // fixed counter region (two counters per CTA): at most this many CTAs.
-constexpr int kMaxCtas = int(dsa_workspace::kCounterBytes / (2 * sizeof(uint32_t)));
+constexpr int kMaxCtas = int(workspace::kCounterBytes / (2 * sizeof(uint32_t)));
 static_assert(kUnitRows == 2 * kStageRows, "a schedule unit is one two-stage compute tile");
 // The schedule's scratch in the ring before any copy (schedule.cuh, locate_range): each thread's
 // first unit, the whole-items cut's boundaries (up to kMaxCtas + 1 units and as many items).
@@ -146,7 +147,7 @@ inline WorkspaceLayout workspace_layout(int ctas, int group_rows = kHeadBlock) {
   const size_t rows = size_t(ctas) * 2 * group_rows;
   WorkspaceLayout w;
   w.counters = 0;
-  w.part_ml = dsa_workspace::kCounterBytes;
+  w.part_ml = workspace::kCounterBytes;
   w.part_o = w.part_ml + align(rows * 2 * sizeof(float));
   w.bytes = w.part_o + rows * kDimV * sizeof(uint16_t);
   return w;

@@ -11,9 +11,9 @@
 #include "base/format.h"
 #include "kernels/common/resources.h"
 #include "kernels/dsa_decode/common/ring_plan.h"
-#include "kernels/dsa_decode/v2_fused/h64_traits.h"
+#include "kernels/dsa_decode/common/h64_traits.h"
 
-namespace mlakit::dsa_v2::h64 {
+namespace mlakit::dsa_h64 {
 
 // The CTA on `dev`: its shared-memory plan under the per-block limit and kThreads x `registers`
 // (the instance's need) in the register file; else the tiling rejected with the shortfall.
@@ -47,4 +47,4 @@ void point_into(LaunchParams& a, const Layout& w, void* base) {
   a.slots = reinterpret_cast<int32_t*>(bytes + w.slots);
 }
 
-}  // namespace mlakit::dsa_v2::h64
+}  // namespace mlakit::dsa_h64

@@ -1,7 +1,8 @@
-// v2_fused consumers: a warpgroup (4 warps) turns ring tiles of 64 gathered rows into the
-// running (O, m, l) of 16 heads with bf16 m16n8k16 MMAs (heads = M) and a base-2 online softmax;
-// a CTA of 32 heads runs two warpgroups on the same tiles, each with its own Q, partial S and P
-// (a `Part`: WgPart in traits.h) and its own named barrier. Per tile: qk_partial (warp w:
+// The 16-head consumer warpgroup (4 warps) of dsa_decode v2_fused / v2_fp8 and mla_decode's 16-row
+// kernel: ring tiles of 64 gathered rows into the running (O, m, l) of 16 heads with bf16
+// m16n8k16 MMAs (heads = M) and a base-2 online softmax; a CTA of 32 heads runs two warpgroups on
+// the same tiles, each with its own Q, partial S and P (a `Part` with the members of WgPart,
+// consumer_h16.h) and its own named barrier. Per tile: qk_partial (warp w:
 // k-quarter w x 64 slots, Q fragments in registers) ->
 // partial S in smem -> online_softmax (warp w: slots 16w..16w+15) -> P in smem -> pv_mma (warp w:
 // dims 128w..128w+127). Three named barriers per tile order the smem hand-offs.
@@ -10,13 +11,13 @@
 #include <cstdint>
 
 #include "kernels/common/async_pipe.cuh"
+#include "kernels/common/consumer_h16.h"
 #include "kernels/common/mma.cuh"
 #include "kernels/common/ring.cuh"
 #include "kernels/common/softmax.cuh"
 #include "kernels/common/timeline.cuh"
-#include "kernels/dsa_decode/v2_fused/traits.h"
 
-namespace mlakit::dsa_v2 {
+namespace mlakit::h16 {
 
 using namespace mlakit::kernels;
 
@@ -249,20 +250,15 @@ __device__ __forceinline__ void for_each_tile(Smem& s, const Part& part, int cou
 }
 
 // One tile of 8 SlotTiles slots into the running state: QK, online softmax, PV (every kernel built
-// on these consumers). `stamp`: the phase timeline's stamps of the last tile (timeline.cuh; no-ops
-// in other builds).
+// on these consumers).
 template <int SlotTiles = kSlotTiles, class Part>
 __device__ __forceinline__ void decode_tile(Part& s, const uint32_t (&qa)[kQkSteps][4], const Tile& tile,
-                                            float scale_log2, RowState& st, float (&o)[kOTiles][4],
-                                            [[maybe_unused]] bool stamp = false) {
+                                            float scale_log2, RowState& st, float (&o)[kOTiles][4]) {
   qk_partial<SlotTiles>(&s.s_part[0][0], qa, tile);
   consumer_sync();  // all four k-quarters of S are in smem
-  MLAKIT_STAMP(stamp && threadIdx.x == 0, kLastQk);
   float alpha[2];
   online_softmax<SlotTiles>(s, tile.rows, scale_log2, st, alpha);
-  MLAKIT_STAMP(stamp && threadIdx.x == 0, kLastSoftmax);
   pv_mma<SlotTiles>(s.p, tile, alpha, o);
-  MLAKIT_STAMP(stamp && threadIdx.x == 0, kLastPv);
 }
 
 // Waits for Q and loads this warp's fragments of it; ends with a consumer barrier, after which
@@ -282,14 +278,11 @@ __device__ void consume_rows(Smem& s, Part& part, int count, float scale_log2, R
   uint32_t qa[kQkSteps][4];
   write_zero_row(part);  // ordered before every P V by take_q's barrier
   take_q(s, part, qa);
-  MLAKIT_STAMP(threadIdx.x == 0, kQReady);
-  kernels::timeline::TileWalk walk{0, kTileRows, count, threadIdx.x == 0};  // the phase timeline's stamps
   for_each_tile<Stages>(s, part, count, [&](const Tile& tile) {
-    const bool last = walk.tile();
     // A one-stage tile (<= 32 rows: short rows, an odd last stage) computes half the columns.
-    if (tile.rows <= kStageRows) decode_tile<kSlotTiles / 2>(part, qa, tile, scale_log2, st, o, last);
-    else decode_tile(part, qa, tile, scale_log2, st, o, last);
+    if (tile.rows <= kStageRows) decode_tile<kSlotTiles / 2>(part, qa, tile, scale_log2, st, o);
+    else decode_tile(part, qa, tile, scale_log2, st, o);
   });
 }
 
-}  // namespace mlakit::dsa_v2
+}  // namespace mlakit::h16

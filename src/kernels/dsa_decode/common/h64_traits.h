@@ -1,27 +1,38 @@
-// v2_fused with 64 heads per CTA (tiling field h64): constants, the shared-memory plan and the
-// workspace additions. Host-safe (plain C++), like traits.h.
+// The 64-heads-per-CTA kernel of the DSA decode (tiling field h64; its CTA body h64_cta.cuh, run
+// by v2_fused over the bf16 cache and by v2_fp8 over the FP8 cache): constants, the shared-memory
+// plan and the workspace additions. Host-safe (plain C++).
 //
 // Two consumer warpgroups run Hopper's wgmma with the 64 heads as M (Q as the A operand, the
 // gathered tile as B), so the tile must sit in wgmma's canonical 128-byte-swizzled layout: a
 // stage holds 9 blocks of 64 dims (8 of ckv, 1 of kpe), each 32 slots x 128 bytes, 16-byte chunk
 // c of slot r at (c ^ r % 8), two stages interleaved per block into one 64-slot tile. The same
 // bytes are the K-major B of S = Q K^T (slots = N) and the MN-major B of O = P V (dims = N).
-// Devlog: docs/kernels/dsa_decode_v2_fused.md, steps 10 and 14 (the seesaw).
+// Design: docs/kernels/dsa_decode_v2_fused.md.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/common/rows64_layout.h"
-#include "kernels/dsa_decode/v2_fused/traits.h"
+#include "kernels/common/consumer_h16.h"
+#include "kernels/dsa_decode/common/split_params.h"
 
-namespace mlakit::dsa_v2::h64 {
+namespace mlakit::dsa_h64 {
+
+using namespace mlakit::dsa_split;
+using h16::kConsumerThreads;
+using h16::kConsumerWarps;
+using h16::kTileRows;
+using kernels::kDimK;
+using kernels::kDimV;
+using kernels::kStageRows;
 
 constexpr int kCtaHeads = kernels::rows64::kRows;  // the M of every wgmma
 using kernels::rows64::kWgs;                        // consumer warpgroups: a tile of a pair each, dim halves of O
 constexpr int kStages = 4;                     // 32-slot stages: two 64-slot tiles in the ring
 constexpr int kProducers = 4;                  // producer warps (16-byte cp.async into the swizzle)
 constexpr int kThreads = kWgs * kConsumerThreads + kProducers * 32;  // 384
+constexpr int kCtasPerSm = 1;  // __launch_bounds__ and the co-residency check
 // Registers per thread after the roles split (setmaxnreg): the producer warpgroup gives up what
 // the consumers' 64 x 256 fp32 accumulators need. 128 x 56 + 256 x 224 = 64,512.
 constexpr int kProducerRegs = 56;
@@ -74,10 +85,10 @@ struct Layout {
 };
 inline Layout workspace_layout(int head_blocks, int max_splits, int num_tokens, int ctas_per_token, int topk) {
   Layout w;
-  w.base = dsa_v2::workspace_layout(head_blocks, max_splits);
+  w.base = dsa_split::workspace_layout(head_blocks, max_splits);
   w.slots = w.base.bytes > 0 ? (w.base.bytes + 255) / 256 * 256 : dsa_workspace::kCounterBytes;
   w.bytes = w.slots + size_t(num_tokens) * ctas_per_token * topk * sizeof(int32_t);
   return w;
 }
 
-}  // namespace mlakit::dsa_v2::h64
+}  // namespace mlakit::dsa_h64

@@ -1,5 +1,5 @@
-// The host launch of a 64-heads-per-CTA kernel (h64.cuh's run_cta behind a row source), shared by
-// v2_fused's bf16 instance and v2_fp8's: the twin for launches of 2-4 splits per row, the
+// The host launch of a 64-heads-per-CTA kernel (h64_cta.cuh's run_cta behind a row source), shared
+// by v2_fused's bf16 instance and v2_fp8's: the twin for launches of 2-4 splits per row, the
 // shared-memory opt-in once per device and instance, then one launch (cooperative when rows may
 // split), inside the phase timeline of a MLAKIT_TIMELINE build.
 #pragma once
@@ -8,10 +8,9 @@
 
 #include "kernels/common/launch_once.h"
 #include "kernels/common/timeline.cuh"
-#include "kernels/dsa_decode/v2_fused/h64_traits.h"
-#include "kernels/dsa_decode/v2_fused/launch.h"
+#include "kernels/dsa_decode/common/h64_traits.h"
 
-namespace mlakit::dsa_v2::h64 {
+namespace mlakit::dsa_h64 {
 
 // FewSplits / ManySplits: the kernel's instances with and without the 2-4-split merge (the split
 // count alone decides, runs_merge_twin for an h64 instance). `name` labels the timeline's launch.
@@ -28,4 +27,4 @@ cudaError_t launch_kernel(const P& params, cudaStream_t stream, const char* name
   return e;
 }
 
-}  // namespace mlakit::dsa_v2::h64
+}  // namespace mlakit::dsa_h64
