@@ -19,8 +19,7 @@ REPORT: an .ncu-rep recorded with the SourceCounters and WarpStateStats sections
 up to (not including) the next one matching END, END empty for the kernel's end; for the h64
 kernel of dsa_decode: producer=USETMAXREG.DEALLOC.. and consumer=USETMAXREG.TRY_ALLOC..USETMAXREG.DEALLOC.
 With REPORT_B the reason table has both reports' samples, each as a share of its own total, so two
-builds or two shapes compare (the devlog's step 41 compared a kernel with its math-alone build
-this way). --not-issued reads the samples taken while the warp was not issued.
+builds or two shapes compare. --not-issued reads the samples taken while the warp was not issued.
 
 Exit status: 0; 2 for bad arguments, a file that cannot be read, or no kernel in it.
 docs/workbench.md, "Profiling modes".

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a variant of the mlakit CLI in which one CUDA translation unit is compiled again with extra
-# nvcc flags (a variant's -D, a diagnosis define) or from a git revision's sources, everything else
+# nvcc flags (an idea behind a -D) or from a git revision's sources, everything else
 # taken from the build as it is. For A/B timing (scripts/ab_bench.py) of an idea before it is
 # written as the code: ~10-40 s per variant on two cores, against a build directory per variant.
 #
@@ -8,12 +8,10 @@
 #
 # Writes BUILD_DIR/variants/NAME/mlakit (and the translation units' objects beside it) and prints its
 # path alone on stdout (what was built goes to stderr). Several units, comma-separated, are each
-# compiled with the same extra arguments (a define read by headers that two launchers include). The objects are linked ahead of the build's
-# libraries, so the linker takes every symbol of those units from them and never pulls the
-# library's own copies: the rule of the CMake target
-# mlakit_ring_diag (CMakeLists.txt), whose three fixed diagnosis builds stay there; this script is
-# for the variants an experiment names on the spot. The build must be built (make
-# build): its objects and libraries are linked as they are. The variant binary says nothing of
+# compiled with the same extra arguments (a define read by headers that two launchers include).
+# The objects are linked ahead of the build's libraries, so the linker takes every symbol of those
+# units from them and never pulls the library's own copies. The build must be built (make build):
+# its objects and libraries are linked as they are. The variant binary says nothing of
 # itself when it runs: name it, and keep the flags with the figures (devlog).
 set -euo pipefail
 cd "$(dirname "$0")/.."
