@@ -414,7 +414,7 @@ __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
   // The mma path: v2_fp8's QK of 16 heads over the same tile.
   fp8::QOperands q;
   fp8::load_q_operands(q16, q);
-  const fp8::RawTile rt{{tile, tile + 32 * kRow}, kSlots};
+  const fp8::RawTile rt{tile, tile + 32 * kRow, kSlots};
   __syncthreads();
   long long t2 = clock64();
   for (int it = 0; it < kIters; ++it) {
