@@ -20,10 +20,8 @@
 // host references (fp64 on the dequantized values) before timing. The timed loops index their
 // accumulators with constants only: a run-time index puts them in local memory.
 //
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
-//        -Xptxas=-warn-spills -Xptxas=-warn-lmem-usage -I src \
-//        -I include -I build/include -I .deps/cutlass/include -o /tmp/fp8_qk tools/micro/fp8_qk_wgmma.cu
-//   /tmp/fp8_qk
+//   cmake --build build --target mlakit_micro_fp8_qk_wgmma   (configured with -DMLAKIT_BUILD_LAB=ON)
+//   build/lab/fp8_qk_wgmma
 //
 // Evidence for docs/kernels/dsa_decode_v2_fp8.md ("More heads": the wgmma route's first measurement).
 #include <cuda_fp16.h>

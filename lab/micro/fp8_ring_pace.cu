@@ -41,9 +41,8 @@
 // The consumer's time spent waiting on full barriers is printed beside (cycles a stage, thread 0):
 // whether a slower line waits for the producers or reads its stages slower.
 //
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I src \
-//     -I include -I build/include -I .deps/cutlass/include -o /tmp/fp8_ring_pace tools/micro/fp8_ring_pace.cu
-//   /tmp/fp8_ring_pace [--work CYCLES ...]   (default: 0 and 2000)
+//   cmake --build build --target mlakit_micro_fp8_ring_pace   (configured with -DMLAKIT_BUILD_LAB=ON)
+//   build/lab/fp8_ring_pace [--work CYCLES ...]   (default: 0 and 2000)
 //
 // Measured (H200, FP8 devlog step 21, four runs of this build, within 1 % but `inplace`), ns a
 // stage at work 2000: `noload` 2,240-2,258, `load` 2,794-2,815 (the loads cost ~550 ns while the
