@@ -1,5 +1,5 @@
 """The text of `nvdisasm -c` read as functions and opcodes: the parser that
-scripts/sass_local_memory.py (make scan-sass) counts local memory with, and scripts/sass_diff.py
+scripts/sass_local_memory.py (make scan-sass) counts local memory with, and lab/scripts/sass_diff.py
 compares two builds with. Standard library only; no GPU.
 """
 import collections

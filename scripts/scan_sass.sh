@@ -20,7 +20,6 @@
 # exits 1 on a finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TU_TOOL=scan-sass
 source scripts/tu_common.sh
 BUILD=${1:-build}
 [ -f "$BUILD/build.ninja" ] || { echo "[scan-sass] error: $BUILD/build.ninja not found (configure the build first: make configure)" >&2; exit 2; }

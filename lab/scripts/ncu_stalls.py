@@ -5,8 +5,8 @@ warp-specialized kernel's producer and consumer branches), of one report or of t
 No GPU needed once the report exists.
 
 Usage:
-  python3 scripts/ncu_stalls.py REPORT [REPORT_B] [--top N] [--region NAME=START..END ...]
-                                [--kernel REGEX] [--not-issued] [--names A,B]
+  python3 lab/scripts/ncu_stalls.py REPORT [REPORT_B] [--top N] [--region NAME=START..END ...]
+                                    [--kernel REGEX] [--not-issued] [--names A,B]
 
 REPORT: an .ncu-rep recorded with the SourceCounters and WarpStateStats sections (`mlakit run|bench
 ... --prof ncu-stalls`), read through `ncu --import REPORT --page source --csv --print-source sass`

@@ -4,20 +4,20 @@ the machine code when a source change (or a change that should have changed noth
 time. No GPU needed.
 
 Usage:
-  python3 scripts/sass_diff.py A B [--function REGEX] [--region FROM[,TO]] [--count OPS]
-                               [--order OPS [--from REGEX] [--gap N]] [--diff N] [--ignore-registers]
-                               [--names OLD,NEW]
-  python3 scripts/sass_diff.py A (--order OPS | --count OPS) [--function REGEX] [--region FROM[,TO]]
-                               [--from REGEX] [--gap N]
+  python3 lab/scripts/sass_diff.py A B [--function REGEX] [--region FROM[,TO]] [--count OPS]
+                                   [--order OPS [--from REGEX] [--gap N]] [--diff N] [--ignore-registers]
+                                   [--names OLD,NEW]
+  python3 lab/scripts/sass_diff.py A (--order OPS | --count OPS) [--function REGEX] [--region FROM[,TO]]
+                                   [--from REGEX] [--gap N]
 
 A and B: cubins (disassembled with the pinned nvdisasm, .deps/nvdisasm, or $NVDISASM) or the text
-of `nvdisasm -c`. scripts/cubin_of.sh compiles one translation unit of a build to a cubin with
+of `nvdisasm -c`. lab/scripts/cubin_of.sh compiles one translation unit of a build to a cubin with
 the build's own nvcc line (extra flags, such as -D of a variant, after the output path; --rev REV
 for the sources of a git revision):
 
-  scripts/cubin_of.sh --rev HEAD~1 build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/old.cubin
-  scripts/cubin_of.sh build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/new.cubin
-  python3 scripts/sass_diff.py /tmp/old.cubin /tmp/new.cubin --function h64 \\
+  lab/scripts/cubin_of.sh --rev HEAD~1 build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/old.cubin
+  lab/scripts/cubin_of.sh build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/new.cubin
+  python3 lab/scripts/sass_diff.py /tmp/old.cubin /tmp/new.cubin --function h64 \\
           --order LDG,SYNCS,LDGSTS,ARRIVES --from USETMAXREG.DEALLOC
 
 Printed per function (matched by its mangled name): the instruction counts of A and B, how many
@@ -53,9 +53,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sass_listing import demangled, functions, opcode  # scripts/: the listing parser make scan-sass uses
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from sass_listing import demangled, functions, opcode  # noqa: E402  (scripts/: the parser make scan-sass uses)
 
 
 class BadInput(Exception):
