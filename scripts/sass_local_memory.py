@@ -20,7 +20,7 @@ import collections
 import re
 import sys
 
-import sass_diff
+import sass_listing
 
 
 def read_allowances(path):
@@ -44,8 +44,8 @@ def read_allowances(path):
 def local_counts(listing):
     """{mangled kernel name: LDL + STL instructions} for the functions of one listing that have any."""
     counts = {}
-    for name, body in sass_diff.functions(listing).items():
-        c = collections.Counter(map(sass_diff.opcode, body))
+    for name, body in sass_listing.functions(listing).items():
+        c = collections.Counter(map(sass_listing.opcode, body))
         if c["LDL"] + c["STL"]:
             counts[name] = c["LDL"] + c["STL"]
     return counts
@@ -91,7 +91,7 @@ def main(argv=None):
         except OSError as e:
             print(f"sass_local_memory: error: LISTING: {e}", file=sys.stderr)
             return 2
-    readable = sass_diff.demangled(list(counts))
+    readable = sass_listing.demangled(list(counts))
     if any(readable[n] == n for n in counts if n.startswith("_Z")):
         print("[scan-sass] local memory: c++filt not found, kernel names left mangled (the allowances match"
               " demangled names)", file=sys.stderr)

@@ -11,7 +11,7 @@
 #                    Every descriptor is a 64-bit pair; ptxas 13.0 once allocated the cache-policy
 #                    descriptor of a `cp.async ... L2::cache_hint` to UR1, and the copy faulted with
 #                    "an illegal instruction was encountered" on every launch
-#                    (docs/knowledge/an-illegal-instruction-can-be-a-codegen-descriptor.md).
+#                    (docs/knowledge/codegen.md).
 #   local-memory     LDL / STL in a kernel (spills, or an array indexed at run time) beyond its
 #                    allowance in scripts/sass_local_memory.txt; a kernel not listed there must have
 #                    none (scripts/sass_local_memory.py; devlog step 43 of dsa_decode v2_fused: a row
@@ -20,7 +20,6 @@
 # exits 1 on a finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TU_TOOL=scan-sass
 source scripts/tu_common.sh
 BUILD=${1:-build}
 [ -f "$BUILD/build.ninja" ] || { echo "[scan-sass] error: $BUILD/build.ninja not found (configure the build first: make configure)" >&2; exit 2; }

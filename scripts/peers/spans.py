@@ -6,7 +6,7 @@ timed call is preceded by an L2 flush kernel whose name contains FLUSH_MARK and 
 busy-wait kernel (BUSY_MARK: PyTorch's torch.cuda._sleep) that keeps the GPU occupied while the
 host enqueues the call, so that a slow launch path (Triton's Python launcher: ~20 us a kernel)
 does not open gaps between the call's kernels that the GPU would wait in
-(docs/knowledge/timing-busy-wait-hides-host-launch.md). The kernels between two flushes, less the
+(docs/knowledge/timing.md). The kernels between two flushes, less the
 busy-wait, are one call's.
 
 Standard library only (the grouping is tested without a GPU: tests/python/test_peer_bench.py).

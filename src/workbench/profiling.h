@@ -6,7 +6,7 @@
 //               ncu --clock-control none --kernel-name regex:<filter> --launch-skip N
 //                   --launch-count M -f -o <report> <the same command line>
 //   ncu-stalls  as ncu, recording the sections of source-level warp-state sampling
-//               (SourceCounters, WarpStateStats) for scripts/ncu_stalls.py: stall samples per SASS
+//               (SourceCounters, WarpStateStats) for lab/scripts/ncu_stalls.py: stall samples per SASS
 //               instruction and per stall reason
 #pragma once
 

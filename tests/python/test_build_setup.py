@@ -52,6 +52,18 @@ def test_make_test_lists_skip_reasons(tmp_path):
     assert "-p skip_summary" in (ROOT / "scripts" / "test_python.sh").read_text()
 
 
+def test_make_run_and_make_test_build_no_lab(tmp_path):
+    """lab/ (micro-benchmarks) is configured only with MLAKIT_BUILD_LAB=ON, which no make target sets."""
+    top = (ROOT / "CMakeLists.txt").read_text()
+    assert re.search(r'^option\(MLAKIT_BUILD_LAB "[^"]*" OFF\)$', top, re.M)
+    assert re.findall(r"^.*add_subdirectory\(lab\).*$", top, re.M) == ["  add_subdirectory(lab)"]
+    assert "if(MLAKIT_BUILD_LAB)\n  add_subdirectory(lab)\nendif()" in top
+    for target in ("run", "test"):
+        lines = make_dry_run(target, tmp_path / "b")
+        assert any(line.startswith("cmake -S . -B") for line in lines)  # the configure is in the dry run
+        assert not [line for line in lines if "MLAKIT_BUILD_LAB" in line or "lab" in line.split()], lines
+
+
 def test_ccache_is_the_compiler_launcher_when_it_is_on_path(tmp_path):
     if shutil.which("cmake") is None or shutil.which("nvcc") is None:
         pytest.skip("cmake or nvcc not found")

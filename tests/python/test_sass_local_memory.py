@@ -6,7 +6,7 @@ import pytest
 
 import sass_local_memory
 from conftest import ROOT
-from test_sass_diff import listing
+from test_sass_listing import listing
 
 needs_cxxfilt = pytest.mark.skipif(shutil.which("c++filt") is None, reason="c++filt (binutils) not installed")
 

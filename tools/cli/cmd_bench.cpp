@@ -456,7 +456,7 @@ int reexec_ncu(const CommandLine& c, const OpBench& op, ProfMode mode) {
     std::printf("[prof] ncu report: %s (open with ncu-ui, or: ncu --import %s --page details)\n",
                 run.report.c_str(), run.report.c_str());
     if (mode == ProfMode::kNcuStalls)
-      std::printf("[prof] stall samples per instruction and reason: python3 scripts/ncu_stalls.py %s\n",
+      std::printf("[prof] stall samples per instruction and reason: python3 lab/scripts/ncu_stalls.py %s\n",
                   run.report.c_str());
   } else {
     fail(flag + ": ncu exited with " + std::to_string(code) + " and wrote no report at " + run.report +
@@ -528,7 +528,7 @@ const char* kBenchUsage =
     "(--clock-control none) with --prof-kernel REGEX (default: the op's kernels, dsa_ or mla_),\n"
     "--prof-skip N, --prof-count N (default 2) and prints where the report went; ncu-stalls does the\n"
     "same with source-level warp-state sampling (sections SourceCounters and WarpStateStats), whose\n"
-    "report scripts/ncu_stalls.py reads. Results are appended to --out DIR (default out/)\n"
+    "report lab/scripts/ncu_stalls.py reads. Results are appended to --out DIR (default out/)\n"
     "as JSON lines and CSV; a folder that cannot take them exits 2 before anything runs.\n"
     "--warm-l2 leaves out the L2 flush before each call, so data and kernel code stay in L2 from\n"
     "the call before: against the cold span it tells what DRAM latency costs (a diagnosis; its\n"

@@ -34,7 +34,7 @@ static_assert(kDimV / 2 == 32 * 8, "two 512-byte warp copies cover one ckv row")
 
 // Q of one token (heads x (512 | 64)) into rows of pitch kKvPitch by one warp's 16-byte
 // cp.async with no cache hint (every CTA of the token reads it; an explicit evict_normal hint was
-// slower: docs/knowledge/q-loads-take-no-l2-cache-hint.md). Issues the copies only: the caller
+// slower: docs/knowledge/copies.md). Issues the copies only: the caller
 // tracks them (cp_async_arrive_on or cp_async_wait).
 __device__ inline void load_query(const uint16_t* q_nope, int64_t q_nope_stride_h, const uint16_t* q_pe,
                                   int64_t q_pe_stride_h, int heads, uint16_t* dst) {

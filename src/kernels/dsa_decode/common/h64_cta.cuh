@@ -40,7 +40,7 @@ using rows64::RowPtrs;
 using rows64::Rows;
 
 // Warp `w` of the CTA's kThreads / 32: heads w, w + 12, ... of Q (issued only; the caller tracks
-// completion), with no cache hint (docs/knowledge/q-loads-take-no-l2-cache-hint.md). Every warp
+// completion), with no cache hint (docs/knowledge/copies.md). Every warp
 // takes a share before the index row's scan, whose barriers wait for the slowest warp: the four
 // producer warps alone issued 36 copies per lane (v2_fused step 24).
 __device__ inline void load_q(const Params& p, SmemPlan& s, int t, int head0, int w) {

@@ -15,7 +15,7 @@
 //   What bounds it (devlog steps 18, 20): the loads (26-30 % of the time at T = 128 in step 18)
 //   and the conversion (12-13 %); without both it runs at bf16 h64's pace. The loads' part is not
 //   their latency (a deeper ring, an earlier or relaxed hand-off, L2-resident rows: no gain in
-//   tools/micro/fp8_ring_pace.cu) but what they do to the consumers: loads that bypass L1 slowed
+//   lab/micro/fp8_ring_pace.cu) but what they do to the consumers: loads that bypass L1 slowed
 //   them most (allocating loads, step 20: -11 % at T = 128); bulk copies into a raw area would
 //   take most of it, if shared memory had the 42 KB. Bulk copies into the freed stage itself need
 //   no room but lost 5-8 % (step 21): the seesaw frees the ring near a pair's end, so nothing
@@ -64,7 +64,7 @@ __device__ __forceinline__ float2 f16x2_to_float2(uint32_t w) {
 
 // Four E4M3 bytes of a word times `scale` -> two bf16 pairs (bytes 0, 1 -> lo; 2, 3 -> hi), through
 // fp32: exact for a power-of-two scale (the format's), any other scale rounds the product to bf16
-// (tools/micro/e4m3_bf16.cu checks every code). The integer route (f16 bits shifted into bf16's
+// (lab/micro/e4m3_bf16.cu checks every code). The integer route (f16 bits shifted into bf16's
 // exponent range, then one bf16x2 multiply by 2^(112 + e)) has fewer instructions but made the
 // kernel 37 % slower: HMUL2.BF16_V2 (devlog step 18).
 __device__ __forceinline__ void dequantize_word(uint32_t w, float scale, uint32_t& lo, uint32_t& hi) {

@@ -64,7 +64,7 @@ int groups_of(const MlaProblem& p, const MlaTiling& t) {
 }
 // The tiling's CTAs per group, but no more than a group can have units (every request at the
 // block table's length): the rest could only compute the schedule and leave
-// (docs/knowledge/idle-ctas-are-not-free.md). The cut is the same either way: it takes
+// (docs/knowledge/splits-and-merges.md). The cut is the same either way: it takes
 // min(CTAs, units) ranges.
 int ctas_per_group_of(const MlaProblem& p, const MlaTiling& t) {
   const int64_t most_units = int64_t(p.batch) * ((p.max_seqlen() + kUnitRows - 1) / kUnitRows + kRequestCost);

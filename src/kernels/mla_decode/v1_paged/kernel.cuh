@@ -131,7 +131,7 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
 
 // Warp-wide: Q rows (heads) head0, head0 + step, ... of the group's head block of request b into
 // `dst` (one row per head, kKvPitch apart), by 16-byte cp.async without a cache hint (an explicit
-// evict_normal hint cost the split b1 shapes 0.3-0.9 us: docs/knowledge/q-loads-take-no-l2-cache-hint.md).
+// evict_normal hint cost the split b1 shapes 0.3-0.9 us: docs/knowledge/copies.md).
 __device__ inline void load_q(const Params& p, const Group& g, int b, uint16_t* dst, int head0, int step) {
   const MlaTensors& x = p.io;
   const int h = g.hblock * kHeadBlock;

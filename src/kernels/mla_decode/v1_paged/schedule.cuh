@@ -69,7 +69,7 @@ struct Range {
 // `v` with every 32-bit word lane 0's: the fields of a schedule value (a Range, a Piece), the same
 // in every lane but loaded from shared memory or chosen by a branch on such a value. The compiler
 // then knows the loops and branches that follow are warp-uniform, and keeps what derives from them
-// in uniform registers (docs/knowledge/loop-state-from-shared-memory-should-be-warp-uniform.md).
+// in uniform registers (docs/knowledge/codegen.md).
 // Call it with the whole warp.
 template <class T>
 __device__ __forceinline__ T warp_uniform(T v) {

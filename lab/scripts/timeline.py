@@ -6,7 +6,7 @@ Usage:
         -DMLAKIT_BUILD_TESTS=OFF -DMLAKIT_BUILD_PYTHON=OFF && cmake --build build-tl --target mlakit_cli
   MLAKIT_TIMELINE_OUT=tl.txt build-tl/mlakit bench --suite dsa-contest --no-verify --no-floor \\
         --warmup 1 --iters 3
-  python3 scripts/timeline.py tl.txt --group 7     # 7 launches per workload: keep the last of each
+  python3 lab/scripts/timeline.py tl.txt --group 7     # 7 launches per workload: keep the last of each
 
 Every launch appends "L <kernel> <ctas>" and one line of 25 numbers per CTA (the Slot enum of
 timeline.cuh). For each launch kept, this prints the median over the CTAs that computed of each

@@ -5,8 +5,8 @@ warp-specialized kernel's producer and consumer branches), of one report or of t
 No GPU needed once the report exists.
 
 Usage:
-  python3 scripts/ncu_stalls.py REPORT [REPORT_B] [--top N] [--region NAME=START..END ...]
-                                [--kernel REGEX] [--not-issued] [--names A,B]
+  python3 lab/scripts/ncu_stalls.py REPORT [REPORT_B] [--top N] [--region NAME=START..END ...]
+                                    [--kernel REGEX] [--not-issued] [--names A,B]
 
 REPORT: an .ncu-rep recorded with the SourceCounters and WarpStateStats sections (`mlakit run|bench
 ... --prof ncu-stalls`), read through `ncu --import REPORT --page source --csv --print-source sass`
@@ -19,8 +19,7 @@ REPORT: an .ncu-rep recorded with the SourceCounters and WarpStateStats sections
 up to (not including) the next one matching END, END empty for the kernel's end; for the h64
 kernel of dsa_decode: producer=USETMAXREG.DEALLOC.. and consumer=USETMAXREG.TRY_ALLOC..USETMAXREG.DEALLOC.
 With REPORT_B the reason table has both reports' samples, each as a share of its own total, so two
-builds or two shapes compare (the devlog's step 41 compared a kernel with its math-alone build
-this way). --not-issued reads the samples taken while the warp was not issued.
+builds or two shapes compare. --not-issued reads the samples taken while the warp was not issued.
 
 Exit status: 0; 2 for bad arguments, a file that cannot be read, or no kernel in it.
 docs/workbench.md, "Profiling modes".

@@ -1,4 +1,4 @@
-"""scripts/timeline.py: the phases of a MLAKIT_TIMELINE build's per-CTA stamps."""
+"""lab/scripts/timeline.py: the phases of a MLAKIT_TIMELINE build's per-CTA stamps."""
 
 import re
 import subprocess
@@ -65,7 +65,7 @@ def test_phases_are_medians_over_the_ctas_that_worked(tmp_path, capsys):
 def test_a_group_that_does_not_divide_the_launches_is_an_error(tmp_path):
     path = tmp_path / "tl.txt"
     write(path, [[cta(0, sliced=1, stored=2, stop=3)]] * 3)
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "timeline.py"), str(path), "--group", "2"],
+    run = subprocess.run([sys.executable, str(ROOT / "lab" / "scripts" / "timeline.py"), str(path), "--group", "2"],
                          capture_output=True, text=True)
     assert run.returncode != 0 and "3 launches do not split into groups of 2" in run.stderr
 
@@ -148,9 +148,9 @@ def test_by_sm_finds_the_same_sms_late_in_every_launch(tmp_path, capsys):
     assert "earliest 3: 1.00" in out[5] and out[6].endswith("7: 3.00")
     assert out[7].endswith("correlation 1.00")
     # A value slot, or a stamp no CTA wrote, is an error naming the option.
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "timeline.py"), str(path), "--by-sm", "count"],
+    run = subprocess.run([sys.executable, str(ROOT / "lab" / "scripts" / "timeline.py"), str(path), "--by-sm", "count"],
                          capture_output=True, text=True)
     assert run.returncode != 0 and "--by-sm: count is not a clock stamp" in run.stderr
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "timeline.py"), str(path), "--by-sm", "merged"],
+    run = subprocess.run([sys.executable, str(ROOT / "lab" / "scripts" / "timeline.py"), str(path), "--by-sm", "merged"],
                          capture_output=True, text=True)
     assert run.returncode != 0 and "--by-sm: no CTA stamped merged" in run.stderr

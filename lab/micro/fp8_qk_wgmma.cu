@@ -20,10 +20,8 @@
 // host references (fp64 on the dequantized values) before timing. The timed loops index their
 // accumulators with constants only: a run-time index puts them in local memory.
 //
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
-//        -Xptxas=-warn-spills -Xptxas=-warn-lmem-usage -I src \
-//        -I include -I build/include -I .deps/cutlass/include -o /tmp/fp8_qk tools/micro/fp8_qk_wgmma.cu
-//   /tmp/fp8_qk
+//   cmake --build build --target mlakit_micro_fp8_qk_wgmma   (configured with -DMLAKIT_BUILD_LAB=ON)
+//   build/lab/fp8_qk_wgmma
 //
 // Evidence for docs/kernels/dsa_decode_v2_fp8.md ("More heads": the wgmma route's first measurement).
 #include <cuda_fp16.h>
@@ -40,9 +38,22 @@
 
 #include "kernels/common/wgmma.cuh"
 #include "kernels/dsa_decode/v2_fp8/kernel.cuh"
-#include "kernels/dsa_decode/v2_fused/consumer_wgmma.cuh"  // sw128_offset, sw128_desc
 
 #include "micro.h"
+
+// A wgmma descriptor of a K-major, 128-byte-swizzled block of 128-byte rows whose 8-row atoms are
+// 1024 bytes apart, starting at `smem` (1024-byte aligned), advanced by `k_bytes` along K (32 bytes
+// per k16 step). (The kernels' 16-head wgmma consumer that held this is retired; the benchmark
+// keeps its own copy.)
+__device__ __forceinline__ uint64_t sw128_desc(const void* smem, uint32_t k_bytes) {
+  cute::GmmaDescriptor d;
+  d.bitfield.start_address_ = uint16_t((mlakit::kernels::smem_addr(smem) + k_bytes) >> 4);
+  d.bitfield.leading_byte_offset_ = 1;        // unused by swizzled K-major layouts
+  d.bitfield.stride_byte_offset_ = 1024 >> 4;  // next 8 rows (N)
+  d.bitfield.base_offset_ = 0;
+  d.bitfield.layout_type_ = 1;  // SWIZZLE_128B
+  return d.desc_;
+}
 
 namespace {
 
@@ -191,9 +202,9 @@ __device__ __forceinline__ void qk_wgmma_fp8(const uint8_t* tile, const uint8_t*
     for (int i = 0; i < 4; ++i) {
       const int k = 4 * h + i;
       if constexpr (N == 64)
-        wgmma_64x64<Wgmma64x64F16>(buf[i], mlakit::dsa_v2::sw128_desc(qt + (k / 4) * kQtBlockBytes, (k % 4) * 32), d);
+        wgmma_64x64<Wgmma64x64F16>(buf[i], sw128_desc(qt + (k / 4) * kQtBlockBytes, (k % 4) * 32), d);
       else
-        wgmma_64x32<Wgmma64x32F16>(buf[i], mlakit::dsa_v2::sw128_desc(qt + (k / 4) * kQtBlockBytes, (k % 4) * 32), d);
+        wgmma_64x32<Wgmma64x32F16>(buf[i], sw128_desc(qt + (k / 4) * kQtBlockBytes, (k % 4) * 32), d);
     }
     wgmma_commit();
     if (h >= 1) {
@@ -217,9 +228,9 @@ __device__ __forceinline__ void qk_wgmma_fp8(const uint8_t* tile, const uint8_t*
 #pragma unroll
   for (int k = 0; k < 4; ++k)
     if constexpr (N == 64)
-      wgmma_64x64<Wgmma64x64Bf16>(ra[k], mlakit::dsa_v2::sw128_desc(qt + 8 * kQtBlockBytes, k * 32), d);
+      wgmma_64x64<Wgmma64x64Bf16>(ra[k], sw128_desc(qt + 8 * kQtBlockBytes, k * 32), d);
     else
-      wgmma_64x32<Wgmma64x32Bf16>(ra[k], mlakit::dsa_v2::sw128_desc(qt + 8 * kQtBlockBytes, k * 32), d);
+      wgmma_64x32<Wgmma64x32Bf16>(ra[k], sw128_desc(qt + 8 * kQtBlockBytes, k * 32), d);
   wgmma_commit();
   wgmma_wait<0>();
   pin_all(a);
@@ -277,7 +288,7 @@ __device__ __forceinline__ void pv_wgmma_fp8(const uint8_t* tile, const uint8_t*
       }
     wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < 4; ++j) wgmma_64x64<Wgmma64x64F16>(buf[j], mlakit::dsa_v2::sw128_desc(pt, k * 32), o[j]);
+    for (int j = 0; j < 4; ++j) wgmma_64x64<Wgmma64x64F16>(buf[j], sw128_desc(pt, k * 32), o[j]);
     wgmma_commit();
     if (k >= 1) {
       wgmma_wait<1>();
@@ -338,12 +349,12 @@ __device__ __forceinline__ float qk_variant(float* s_part, const fp8::QOperands&
     ldmatrix_x2(tile.row(j * 8 + lane % 8) + 528 + 2 * (16 * w + ((lane / 8) % 2) * 8), b0, b1);
     mma_bf16_16816(acc[0][j], q.rope, b0, b1);
   }
-  float* out = s_part + w * 16 * mlakit::dsa_v2::kSPitch;
+  float* out = s_part + w * 16 * mlakit::h16::kSPitch;
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int col = j * 8 + 2 * t;
-    *reinterpret_cast<float2*>(out + g * mlakit::dsa_v2::kSPitch + col) = make_float2(acc[0][j][0], acc[0][j][1]);
-    *reinterpret_cast<float2*>(out + (g + 8) * mlakit::dsa_v2::kSPitch + col) = make_float2(acc[0][j][2], acc[0][j][3]);
+    *reinterpret_cast<float2*>(out + g * mlakit::h16::kSPitch + col) = make_float2(acc[0][j][0], acc[0][j][1]);
+    *reinterpret_cast<float2*>(out + (g + 8) * mlakit::h16::kSPitch + col) = make_float2(acc[0][j][2], acc[0][j][3]);
   }
   return 0.f;
   }
@@ -358,18 +369,18 @@ __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
   uint8_t* tile = pt + kQtBlockBytes;                  // 41,984 B
   uint16_t* q16 = reinterpret_cast<uint16_t*>(tile + kTileBytes);  // [16][kKvPitch]
   const int wg = threadIdx.x / 128;
-  float* s_part = reinterpret_cast<float*>(q16 + 16 * mlakit::dsa_v2::kKvPitch) + wg * 4 * 16 * mlakit::dsa_v2::kSPitch;
-  uint16_t* p16 = reinterpret_cast<uint16_t*>(reinterpret_cast<float*>(q16 + 16 * mlakit::dsa_v2::kKvPitch) +
-                                              WGs * 4 * 16 * mlakit::dsa_v2::kSPitch);  // [16][kPPitch]
+  float* s_part = reinterpret_cast<float*>(q16 + 16 * mlakit::kernels::kKvPitch) + wg * 4 * 16 * mlakit::h16::kSPitch;
+  uint16_t* p16 = reinterpret_cast<uint16_t*>(reinterpret_cast<float*>(q16 + 16 * mlakit::kernels::kKvPitch) +
+                                              WGs * 4 * 16 * mlakit::h16::kSPitch);  // [16][kPPitch]
   for (int i = threadIdx.x; i < kQtBlockBytes / 16; i += 128 * WGs)
     reinterpret_cast<uint4*>(pt)[i] = reinterpret_cast<const uint4*>(x.pt)[i];
-  for (int i = threadIdx.x; i < 16 * mlakit::dsa_v2::kPPitch / 8; i += 128 * WGs)
+  for (int i = threadIdx.x; i < 16 * mlakit::h16::kPPitch / 8; i += 128 * WGs)
     reinterpret_cast<uint4*>(p16)[i] = reinterpret_cast<const uint4*>(x.p16)[i];
   for (int i = threadIdx.x; i < kBlocks * kQtBlockBytes / 16; i += 128 * WGs)
     reinterpret_cast<uint4*>(qt)[i] = reinterpret_cast<const uint4*>(x.qt)[i];
   for (int i = threadIdx.x; i < kTileBytes / 16; i += 128 * WGs)
     reinterpret_cast<uint4*>(tile)[i] = reinterpret_cast<const uint4*>(x.tile)[i];
-  for (int i = threadIdx.x; i < 16 * mlakit::dsa_v2::kKvPitch / 8; i += 128 * WGs)
+  for (int i = threadIdx.x; i < 16 * mlakit::kernels::kKvPitch / 8; i += 128 * WGs)
     reinterpret_cast<uint4*>(q16)[i] = reinterpret_cast<const uint4*>(x.q16)[i];
   fence_async_smem();
   __syncthreads();
@@ -414,14 +425,14 @@ __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
   // The mma path: v2_fp8's QK of 16 heads over the same tile.
   fp8::QOperands q;
   fp8::load_q_operands(q16, q);
-  const fp8::RawTile rt{{tile, tile + 32 * kRow}, kSlots};
+  const fp8::RawTile rt{tile, tile + 32 * kRow, kSlots};
   __syncthreads();
   long long t2 = clock64();
   for (int it = 0; it < kIters; ++it) {
     uint32_t pv_scale[8];
     fp8::qk_partial<8, true>(s_part, q, rt, pv_scale);
     named_barrier_sync(1 + wg, 128);  // the kernel's consumer_sync after QK
-    sink += s_part[(it * 37 + threadIdx.x) % (4 * 16 * mlakit::dsa_v2::kSPitch)] + __int_as_float(pv_scale[7] & 1);
+    sink += s_part[(it * 37 + threadIdx.x) % (4 * 16 * mlakit::h16::kSPitch)] + __int_as_float(pv_scale[7] & 1);
     named_barrier_sync(1 + wg, 128);
   }
   long long t3 = clock64();
@@ -434,7 +445,7 @@ __global__ void __launch_bounds__(128 * WGs, 1) bench(Args x) {
       for (int it = 0; it < kIters; ++it) {
         sink += qk_variant<decltype(split_c)::value, decltype(first_c)::value, decltype(tail_c)::value>(s_part, q, rt);
         named_barrier_sync(1 + wg, 128);
-        sink += s_part[(it * 37 + threadIdx.x) % (4 * 16 * mlakit::dsa_v2::kSPitch)];
+        sink += s_part[(it * 37 + threadIdx.x) % (4 * 16 * mlakit::h16::kSPitch)];
         named_barrier_sync(1 + wg, 128);
       }
       __syncthreads();
@@ -565,16 +576,16 @@ int run() {
         put(k / 4, (k % 4) * 32 + 2 * kappa, f16_bits(std::ldexp(q[size_t(h) * 576 + latent_channel(k, kappa)], -shift)));
     for (int r = 0; r < kRope; ++r) put(8, 2 * r, bf16_bits(std::ldexp(q[size_t(h) * 576 + 512 + r], -shift)));
   }
-  std::vector<uint16_t> q16(size_t(16) * mlakit::dsa_v2::kKvPitch, 0);
+  std::vector<uint16_t> q16(size_t(16) * mlakit::kernels::kKvPitch, 0);
   for (int h = 0; h < 16; ++h)
-    for (int c = 0; c < 576; ++c) q16[size_t(h) * mlakit::dsa_v2::kKvPitch + c] = bf16_bits(q[size_t(h) * 576 + c]);
+    for (int c = 0; c < 576; ++c) q16[size_t(h) * mlakit::kernels::kKvPitch + c] = bf16_bits(q[size_t(h) * 576 + c]);
 
   // P: 64 heads x 64 slots in [0, 1) (f16 and bf16 exact: multiples of 2^-8); P^T as the smem image
   // of one swizzled block [head][slot]; heads 0..15 also as [16][kPPitch] bf16 for the mma path.
   std::uniform_int_distribution<int> pd(0, 255);
   std::vector<float> pm(size_t(kHeadsW) * kSlots);
   std::vector<uint8_t> pt(kQtBlockBytes, 0);
-  std::vector<uint16_t> p16(size_t(16) * mlakit::dsa_v2::kPPitch, 0);
+  std::vector<uint16_t> p16(size_t(16) * mlakit::h16::kPPitch, 0);
   for (int h = 0; h < kHeadsW; ++h)
     for (int sl = 0; sl < kSlots; ++sl) {
       const float v = float(pd(rng)) / 256.f;
@@ -582,7 +593,7 @@ int run() {
       const uint16_t b = f16_bits(v);
       const int kbyte = 2 * sl;
       std::memcpy(&pt[(h / 8) * 1024 + (h % 8) * 128 + (((kbyte / 16) ^ (h % 8)) * 16) + kbyte % 16], &b, 2);
-      if (h < 16) p16[size_t(h) * mlakit::dsa_v2::kPPitch + sl] = bf16_bits(v);
+      if (h < 16) p16[size_t(h) * mlakit::h16::kPPitch + sl] = bf16_bits(v);
     }
   // The folded V the wgmma P V multiplies: E4M3 value x 2^(block exponent - the slot's largest).
   std::vector<double> vfold(size_t(kSlots) * kLatent);
@@ -629,7 +640,7 @@ int run() {
   const auto measure = [&](auto wgs_c) -> int {
     constexpr int kWgs = decltype(wgs_c)::value;
     const size_t smem = size_t(kBlocks + 1) * kQtBlockBytes + kTileBytes + 2 * q16.size() +
-                        size_t(kWgs) * 4 * 4 * 16 * mlakit::dsa_v2::kSPitch + 2 * p16.size() + 1024;
+                        size_t(kWgs) * 4 * 4 * 16 * mlakit::h16::kSPitch + 2 * p16.size() + 1024;
     MICRO_CHECK(cudaFuncSetAttribute(bench<kWgs>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     MICRO_CHECK(cudaMemset(d_s, 0xff, 4 * kSlots * kHeadsW));  // NaN until written
     MICRO_CHECK(cudaMemset(d_o, 0xff, 4 * kLatent * kHeadsW));

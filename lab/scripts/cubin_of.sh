@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # Compiles one CUDA translation unit of a build to a cubin with the build's own nvcc command line
-# (its flags, includes and defines), for scripts/sass_diff.py. No GPU needed.
+# (its flags, includes and defines), for lab/scripts/sass_diff.py. No GPU needed.
 #
-#   scripts/cubin_of.sh [--rev REV] BUILD_DIR SOURCE.cu OUT.cubin [EXTRA NVCC ARGS ...]
+#   lab/scripts/cubin_of.sh [--rev REV] BUILD_DIR SOURCE.cu OUT.cubin [EXTRA NVCC ARGS ...]
 #
 # EXTRA: flags added to the build's line, such as -DMLAKIT_TIMELINE or a variant's -D. --rev REV
 # compiles the sources of git revision REV instead of the working tree's (a temporary worktree,
 # removed after; the build's generated headers are used as they are). The build directory must be
 # configured (make configure) and hold SOURCE.cu among its targets.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 TU_TOOL=cubin_of
-source scripts/tu_common.sh
+source lab/scripts/tu_unit.sh
 tu_args "$@"
 set -- "${TU_ARGS[@]}"
 rev=$TU_REV
-[ $# -ge 3 ] || tu_usage "scripts/cubin_of.sh [--rev REV] BUILD_DIR SOURCE.cu OUT.cubin [EXTRA NVCC ARGS ...]"
+[ $# -ge 3 ] || tu_usage "lab/scripts/cubin_of.sh [--rev REV] BUILD_DIR SOURCE.cu OUT.cubin [EXTRA NVCC ARGS ...]"
 BUILD=$1 SRC=$2 OUTFILE=$3
 shift 3
 tu_nvcc_line "$BUILD" "$SRC"

@@ -22,8 +22,8 @@
 // Prints per mode the median of 9 launches in ns per stage per SM and the rows' bytes per second,
 // after checking every launch's checksum against the host's.
 //
-//   nvcc -std=c++17 -O3 -arch=sm_90a -I src -o /tmp/stage_handoff tools/micro/stage_handoff.cu
-//   /tmp/stage_handoff [--work CYCLES]   (default 0, then 2000: the consumers' pace of a 64-head tile)
+//   cmake --build build --target mlakit_micro_stage_handoff   (configured with -DMLAKIT_BUILD_LAB=ON)
+//   build/lab/stage_handoff [--work CYCLES]   (default 0, then 2000: the consumers' pace of a 64-head tile)
 //
 // Measured (H200; FP8 devlog step 20): release, early and relaxed within 2 % of each other at
 // every pace (work 0: 727 / 715 / 718 ns a stage); async 2.6 x slower (1,896 ns; 1,856 at work

@@ -1,4 +1,4 @@
-"""scripts/sass_diff.py: two builds' SASS compared function by function (nvdisasm -c text)."""
+"""lab/scripts/sass_diff.py: two builds' SASS compared function by function (nvdisasm -c text)."""
 
 import subprocess
 
@@ -123,7 +123,7 @@ def test_unreadable_inputs(tmp_path, capsys):
 
 
 def test_cubin_of_names_its_bad_argument(tmp_path):
-    script = ROOT / "scripts" / "cubin_of.sh"
+    script = ROOT / "lab" / "scripts" / "cubin_of.sh"
     run = subprocess.run(["bash", str(script)], capture_output=True, text=True)
     assert run.returncode == 2 and "usage" in run.stderr
     run = subprocess.run(["bash", str(script), str(tmp_path), "x.cu", "y.cubin"], capture_output=True, text=True)

@@ -20,8 +20,8 @@
 // mbarrier phase); printed: the medians over 30 launches of the median and the slowest CTA, and
 // of the launch's event time.
 //
-//   nvcc -std=c++20 -O3 -arch=sm_90a -I src -o /tmp/page_copy tools/micro/page_copy.cu \
-//        src/kernels/common/tensor_map.cpp && /tmp/page_copy [CTAs]
+//   cmake --build build --target mlakit_micro_page_copy   (configured with -DMLAKIT_BUILD_LAB=ON)
+//   build/lab/page_copy [CTAs]
 //
 // Evidence for docs/kernels/dsa_decode_v2_fused.md, "What to try next" (page-granular copies).
 #include <cuda.h>

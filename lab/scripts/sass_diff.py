@@ -4,20 +4,20 @@ the machine code when a source change (or a change that should have changed noth
 time. No GPU needed.
 
 Usage:
-  python3 scripts/sass_diff.py A B [--function REGEX] [--region FROM[,TO]] [--count OPS]
-                               [--order OPS [--from REGEX] [--gap N]] [--diff N] [--ignore-registers]
-                               [--names OLD,NEW]
-  python3 scripts/sass_diff.py A (--order OPS | --count OPS) [--function REGEX] [--region FROM[,TO]]
-                               [--from REGEX] [--gap N]
+  python3 lab/scripts/sass_diff.py A B [--function REGEX] [--region FROM[,TO]] [--count OPS]
+                                   [--order OPS [--from REGEX] [--gap N]] [--diff N] [--ignore-registers]
+                                   [--names OLD,NEW]
+  python3 lab/scripts/sass_diff.py A (--order OPS | --count OPS) [--function REGEX] [--region FROM[,TO]]
+                                   [--from REGEX] [--gap N]
 
 A and B: cubins (disassembled with the pinned nvdisasm, .deps/nvdisasm, or $NVDISASM) or the text
-of `nvdisasm -c`. scripts/cubin_of.sh compiles one translation unit of a build to a cubin with
+of `nvdisasm -c`. lab/scripts/cubin_of.sh compiles one translation unit of a build to a cubin with
 the build's own nvcc line (extra flags, such as -D of a variant, after the output path; --rev REV
 for the sources of a git revision):
 
-  scripts/cubin_of.sh --rev HEAD~1 build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/old.cubin
-  scripts/cubin_of.sh build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/new.cubin
-  python3 scripts/sass_diff.py /tmp/old.cubin /tmp/new.cubin --function h64 \\
+  lab/scripts/cubin_of.sh --rev HEAD~1 build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/old.cubin
+  lab/scripts/cubin_of.sh build src/kernels/dsa_decode/v2_fused/launch_h64.cu /tmp/new.cubin
+  python3 lab/scripts/sass_diff.py /tmp/old.cubin /tmp/new.cubin --function h64 \\
           --order LDG,SYNCS,LDGSTS,ARRIVES --from USETMAXREG.DEALLOC
 
 Printed per function (matched by its mangled name): the instruction counts of A and B, how many
@@ -53,13 +53,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-HEADER = re.compile(r"^//-+ \.text\.(\S+) -+$")
-INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;?\s*$")
-PREDICATE = re.compile(r"^@!?U?P[T0-9#]+\s+")  # "#": a register number masked by --ignore-registers
-LABEL = re.compile(r"\.L_x_\d+")
-REGISTER = re.compile(r"\b(U?R|U?P)(\d+|Z|T)\b")
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from sass_listing import demangled, functions, opcode  # noqa: E402  (scripts/: the parser make scan-sass uses)
 
 
 class BadInput(Exception):
@@ -91,33 +87,6 @@ def read_listing(path):
         return data.decode()
     except UnicodeDecodeError as e:
         raise BadInput(f"{path}: neither a cubin nor nvdisasm text ({e})") from None
-
-
-def functions(listing, ignore_registers=False):
-    """{mangled name: [normalised instruction text, ...]} in program order. Normalised: no address,
-    branch labels as `L`, no trailing ';'; with ignore_registers, register numbers as `#` (R12 ->
-    R#, UP0 -> UP#), so that a listing that only renamed its registers compares equal."""
-    out = collections.OrderedDict()
-    current = None
-    for line in listing.splitlines():
-        h = HEADER.match(line.strip())
-        if h:
-            current = out.setdefault(h.group(1), [])
-            continue
-        if current is None:
-            continue
-        m = INSTRUCTION.match(line)
-        if m:
-            text = LABEL.sub("L", m.group(1)).rstrip(" ;")
-            current.append(REGISTER.sub(lambda r: r.group(1) + "#", text) if ignore_registers else text)
-    return out
-
-
-def opcode(instruction):
-    """The mnemonic before its first '.', without the predicate: LDGSTS for
-    `@!P0 LDGSTS.E.BYPASS.128 [R7], ...`."""
-    text = PREDICATE.sub("", instruction.strip())
-    return text.split(" ", 1)[0].split(".", 1)[0]
 
 
 def order(instructions, ops, start=None, gap=8):
@@ -171,18 +140,6 @@ def counts(instructions, ops):
 def opcode_list(text):
     """The opcodes of --order or --count ('LDGSTS, UTMALDG'), in the order given, blanks dropped."""
     return [op.strip() for op in text.split(",") if op.strip()]
-
-
-def demangled(names):
-    """Readable names through c++filt where it is installed; the mangled ones otherwise."""
-    tool = shutil.which("c++filt")
-    if not tool or not names:
-        return {n: n for n in names}
-    run = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True)
-    lines = run.stdout.splitlines()
-    if run.returncode != 0 or len(lines) != len(names):
-        return {n: n for n in names}
-    return dict(zip(names, lines))
 
 
 def selected(keys, pattern):

@@ -1,4 +1,4 @@
-"""scripts/ab_bench.py: alternating passes of several mlakit builds, spans read from bench.jsonl.
+"""lab/scripts/ab_bench.py: alternating passes of several mlakit builds, spans read from bench.jsonl.
 
 The builds here are stand-ins: a small Python program per build that answers `bench ... --out DIR`
 by appending records to DIR/bench.jsonl (spans fixed per build and pass), and logs its calls."""

@@ -4,10 +4,10 @@ claim against a baseline: the builds are timed in one call on one machine, pass 
 pass starting with the next build, so a drift of the clocks or of the machine lands on all of them.
 
 Usage:
-  python3 scripts/ab_bench.py base=build/mlakit new=/tmp/mlakit-new --suite dsa-serving --heads 128
-  python3 scripts/ab_bench.py default=build/mlakit h64=build/mlakit@s8n64x4m1p4g3w1h64 \\
+  python3 lab/scripts/ab_bench.py base=build/mlakit new=/tmp/mlakit-new --suite dsa-serving --heads 128
+  python3 lab/scripts/ab_bench.py default=build/mlakit h64=build/mlakit@s8n64x4m1p4g3w1h64 \\
           --suite dsa-contest --heads 128 --kv fp8
-  python3 scripts/ab_bench.py base=build/mlakit math=build/mlakit-math-alone --suite dsa-serving \\
+  python3 lab/scripts/ab_bench.py base=build/mlakit pf1=build/variants/pf1/mlakit --suite dsa-serving \\
           --heads 64 --passes 3 -- --warmup 5
 
 Each build runs `BINARY bench --suite S [--heads H] [--kv K] [--tiling T] --no-floor --quiet

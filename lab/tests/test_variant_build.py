@@ -1,4 +1,4 @@
-"""scripts/variant_build.sh: the CLI linked with one or more translation units compiled again (extra
+"""lab/scripts/variant_build.sh: the CLI linked with one or more translation units compiled again (extra
 flags, or a git revision's sources)."""
 
 import os
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT, find_nvcc
 
-SCRIPT = ROOT / "scripts" / "variant_build.sh"
+SCRIPT = ROOT / "lab" / "scripts" / "variant_build.sh"
 
 
 def run(*args):
@@ -32,7 +32,7 @@ def test_bad_arguments_name_the_argument(args, message):
 def built_tree():
     build = os.environ.get("MLAKIT_BUILD_DIR")
     if not build or not (Path(build) / "mlakit").is_file() or find_nvcc() is None:
-        pytest.skip("needs a built tree (MLAKIT_BUILD_DIR, set by scripts/test_python.sh) and nvcc")
+        pytest.skip("needs a built tree (MLAKIT_BUILD_DIR=build, lab/README.md) and nvcc")
     return Path(build)
 
 
@@ -43,7 +43,7 @@ def test_a_variant_links_and_runs():
         r = run(build, name, "src/kernels/dsa_decode/check_indices.cu", "-DMLAKIT_VARIANT_BUILD_TEST=1")
         assert r.returncode == 0, r.stderr
         binary = build / "variants" / name / "mlakit"
-        # stdout is the path alone, so that B=$(scripts/variant_build.sh ...) takes it.
+        # stdout is the path alone, so that B=$(lab/scripts/variant_build.sh ...) takes it.
         assert r.stdout.strip().endswith(f"variants/{name}/mlakit") and "\n" not in r.stdout.strip()
         assert (ROOT / r.stdout.strip()).resolve() == binary.resolve() and binary.is_file()
         assert (build / "variants" / name / "flags").read_text().strip() == "-DMLAKIT_VARIANT_BUILD_TEST=1"

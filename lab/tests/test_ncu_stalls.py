@@ -1,4 +1,4 @@
-"""scripts/ncu_stalls.py: stall samples per SASS instruction, reason and region, from the CSV of
+"""lab/scripts/ncu_stalls.py: stall samples per SASS instruction, reason and region, from the CSV of
 ncu's source page (the columns as Nsight Compute 2025 writes them)."""
 
 import csv

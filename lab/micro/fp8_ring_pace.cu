@@ -41,9 +41,8 @@
 // The consumer's time spent waiting on full barriers is printed beside (cycles a stage, thread 0):
 // whether a slower line waits for the producers or reads its stages slower.
 //
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I src \
-//     -I include -I build/include -I .deps/cutlass/include -o /tmp/fp8_ring_pace tools/micro/fp8_ring_pace.cu
-//   /tmp/fp8_ring_pace [--work CYCLES ...]   (default: 0 and 2000)
+//   cmake --build build --target mlakit_micro_fp8_ring_pace   (configured with -DMLAKIT_BUILD_LAB=ON)
+//   build/lab/fp8_ring_pace [--work CYCLES ...]   (default: 0 and 2000)
 //
 // Measured (H200, FP8 devlog step 21, four runs of this build, within 1 % but `inplace`), ns a
 // stage at work 2000: `noload` 2,240-2,258, `load` 2,794-2,815 (the loads cost ~550 ns while the
@@ -76,7 +75,16 @@
 
 namespace {
 
-using namespace mlakit::kernels;
+using mlakit::kernels::L2Evict;
+using mlakit::kernels::bulk_copy_g2s;
+using mlakit::kernels::fence_async_smem;
+using mlakit::kernels::l2_policy;
+using mlakit::kernels::mbar_arrive;
+using mlakit::kernels::mbar_arrive_expect_tx;
+using mlakit::kernels::mbar_fence_init;
+using mlakit::kernels::mbar_init;
+using mlakit::kernels::mbar_wait;
+using mlakit::kernels::smem_addr;
 using mlakit::dsa_v2_fp8::h64::dequantize_word;
 
 constexpr int kRowBytes = 656, kRopeOffset = 512, kScaleOffset = 640;

@@ -3,9 +3,8 @@
 // e = -20..20, and a few scales that are not powers of two, against the exact product rounded once
 // to bf16 on the host (NaN codes: any NaN). Prints the mismatches and exits 1 on any.
 //
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I src \
-//     -I include -I build/include -I .deps/cutlass/include -o /tmp/e4m3_bf16 tools/micro/e4m3_bf16.cu
-//   /tmp/e4m3_bf16
+//   cmake --build build --target mlakit_micro_e4m3_bf16   (configured with -DMLAKIT_BUILD_LAB=ON)
+//   build/lab/e4m3_bf16
 // Quoted in docs/kernels/dsa_decode_v2_fp8.md (step 18).
 #include <cmath>
 #include <cstdint>

@@ -4,10 +4,10 @@
 // Two CTAs on two SMs pass the result back and forth; one way = round trip / 2, in SM cycles. With
 // --load the other SMs stream reads from DRAM meanwhile, as the long rows' CTAs do in a launch.
 //
-//   nvcc -std=c++17 -O3 -arch=sm_90a -I src -o /tmp/handoff tools/micro/handoff.cu && /tmp/handoff [--idle | --load]
-// (both by default)
+//   cmake --build build --target mlakit_micro_handoff   (configured with -DMLAKIT_BUILD_LAB=ON)
+//   build/lab/handoff [--idle | --load]   (both by default)
 //
-// Evidence for docs/knowledge/polled-partials-do-not-beat-the-fence-they-replace.md (in isolation the
+// Evidence for docs/knowledge/splits-and-merges.md (in isolation the
 // poll wins; inside the DSA kernel it did not: dsa_decode_v2_fused devlog step 33).
 #include <cuda_runtime.h>
 

@@ -1,28 +1,26 @@
 #!/usr/bin/env bash
 # Builds a variant of the mlakit CLI in which one CUDA translation unit is compiled again with extra
-# nvcc flags (a variant's -D, a diagnosis define) or from a git revision's sources, everything else
-# taken from the build as it is. For A/B timing (scripts/ab_bench.py) of an idea before it is
+# nvcc flags (an idea behind a -D) or from a git revision's sources, everything else
+# taken from the build as it is. For A/B timing (lab/scripts/ab_bench.py) of an idea before it is
 # written as the code: ~10-40 s per variant on two cores, against a build directory per variant.
 #
-#   scripts/variant_build.sh [--rev REV] BUILD_DIR NAME SOURCE.cu[,SOURCE.cu ...] [EXTRA NVCC ARGS ...]
+#   lab/scripts/variant_build.sh [--rev REV] BUILD_DIR NAME SOURCE.cu[,SOURCE.cu ...] [EXTRA NVCC ARGS ...]
 #
 # Writes BUILD_DIR/variants/NAME/mlakit (and the translation units' objects beside it) and prints its
 # path alone on stdout (what was built goes to stderr). Several units, comma-separated, are each
-# compiled with the same extra arguments (a define read by headers that two launchers include). The objects are linked ahead of the build's
-# libraries, so the linker takes every symbol of those units from them and never pulls the
-# library's own copies: the rule of the CMake target
-# mlakit_ring_diag (CMakeLists.txt), whose three fixed diagnosis builds stay there; this script is
-# for the variants an experiment names on the spot. The build must be built (make
-# build): its objects and libraries are linked as they are. The variant binary says nothing of
+# compiled with the same extra arguments (a define read by headers that two launchers include).
+# The objects are linked ahead of the build's libraries, so the linker takes every symbol of those
+# units from them and never pulls the library's own copies. The build must be built (make build):
+# its objects and libraries are linked as they are. The variant binary says nothing of
 # itself when it runs: name it, and keep the flags with the figures (devlog).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 TU_TOOL=variant_build
-source scripts/tu_common.sh
+source lab/scripts/tu_unit.sh
 tu_args "$@"
 set -- "${TU_ARGS[@]}"
 rev=$TU_REV
-usage="scripts/variant_build.sh [--rev REV] BUILD_DIR NAME SOURCE.cu[,SOURCE.cu ...] [EXTRA NVCC ARGS ...]"
+usage="lab/scripts/variant_build.sh [--rev REV] BUILD_DIR NAME SOURCE.cu[,SOURCE.cu ...] [EXTRA NVCC ARGS ...]"
 [ $# -ge 3 ] || tu_usage "$usage"
 BUILD=$1 NAME=$2 SRC=$3
 shift 3
@@ -59,6 +57,6 @@ link=${link/ -o mlakit / -o variants\/$NAME\/mlakit }
 link=${link/ libmlakit_kernels.a / ${objs}libmlakit_kernels.a }
 (cd "$BUILD" && eval "$link")
 printf '%s\n' "$*" >"$out/flags"
-# The path alone on stdout (B=$(scripts/variant_build.sh ...) takes it), what was built on stderr.
+# The path alone on stdout (B=$(lab/scripts/variant_build.sh ...) takes it), what was built on stderr.
 echo "variant_build: $out/mlakit (${SRC}${rev:+ at $rev = ${TU_REV_ID:-?}}${*:+ with $*})" >&2
 echo "$out/mlakit"
