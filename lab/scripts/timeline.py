@@ -8,7 +8,7 @@ Usage:
         --warmup 1 --iters 3
   python3 lab/scripts/timeline.py tl.txt --group 7     # 7 launches per workload: keep the last of each
 
-Every launch appends "L <kernel> <ctas>" and one line of 25 numbers per CTA (the Slot enum of
+Every launch appends "L <kernel> <ctas>" and one line of 10 numbers per CTA (the Slot enum of
 timeline.cuh). For each launch kept, this prints the median over the CTAs that computed of each
 phase in SM cycles, and the in-kernel span (first CTA start to last CTA stop, %globaltimer).
 A bench run launches a workload several times (verification off: warm-up + iterations + the
@@ -22,59 +22,15 @@ import argparse
 import statistics
 import sys
 
-SLOTS = dict(start=0, sliced=1, q_ready=2, first_tile=3, last_tile=4, stored=5, met=6, merged=7, count=8,
-             issued=9, arrived=10, stop=11, last_issued=12, sm=13, start_ns=14, stop_ns=15, last_qk=16, last_softmax=17,
-             last_pv=18, row_sums=19, fill_start=20, fill_copied=21, fill_bulk=22, merge_loaded=23, combined=24)
+SLOTS = dict(start=0, sliced=1, stored=2, met=3, merged=4, count=5, stop=6, sm=7, start_ns=8, stop_ns=9)
 
-# (column, from slot, to slot): a phase is the difference of two clock stamps of one CTA.
+# (column, from slot, to slot): a phase is the difference of two clock stamps of one CTA. Every
+# kernel marks the same boundaries of its body (timeline::phase).
 PHASES = [
-    ("slice", "start", "sliced"),             # index row loaded and compacted
-    ("to_fill", "sliced", "fill_start"),      # producer: until its first stage's slot is free
-    ("bulk", "fill_start", "fill_bulk"),      # producer: the first stage's bulk copies issued
-    ("rope", "fill_bulk", "fill_copied"),     # producer: the first stage's rope rows issued
-    ("post", "fill_copied", "issued"),        # producer: its arrivals posted (tail rows zeroed before step 25)
-    ("land", "issued", "first_tile"),         # the first tile's rows landed after that
-    ("tiles", "first_tile", "last_tile"),     # from the first tile to the last one
-    ("qk", "last_tile", "last_qk"),           # last tile: QK
-    ("softmax", "last_qk", "last_softmax"),   # last tile: online softmax
-    ("pv", "last_softmax", "last_pv"),        # last tile: P V
-    ("sums", "last_pv", "row_sums"),          # row sums over the warps
-    ("store", "row_sums", "stored"),          # output or partial out
-    ("combine", "row_sums", "combined"),      # ... of which: v2_fp8's warpgroup 1 folded into warpgroup 0
-    ("meet", "stored", "met"),                # split rows: until every CTA of the row is out
-    ("arrive", "stored", "arrived"),          # ... of which: the CTA barrier, fence and arrival
-    ("merge", "met", "merged"),               # split rows: this CTA's share of the merge
-    ("mload", "met", "merge_loaded"),         # ... of which: thread 0's first batch loaded and folded
-]
-
-# mla_decode.v1_paged (both row paths): its schedule, the first item's Q, the CTA's pieces,
-# the barrier after them, the merge of its split items.
-PHASES_MLA = [
-    ("sched", "start", "sliced"),             # the split-KV schedule computed from cache_seqlens
-    ("to_q", "sliced", "q_ready"),            # consumers: the first item's Q in registers (m64: in shared memory)
-    ("work", "q_ready", "stored"),            # every piece computed, stored or published
-    ("sync", "stored", "met"),                # the CTA barrier after its pieces
-    ("merge", "met", "merged"),               # its split items waited for and merged
-    ("mwait", "met", "merge_loaded"),         # ... of which: until every piece of its last split item arrived
-    ("q_walk", "sliced", "fill_start"),       # producer warp 0 reached the first Q a producer loads
-    ("q_issue", "fill_start", "fill_copied"),  # ... and issued its copies
-    ("stage1", "sliced", "issued"),           # the CTA's second ring stage requested
-]
-
-# dsa_decode.v2_fp8.h64: its producers load the first stage's rows into registers before their
-# first empty wait (fill_bulk), then convert and store them (fill_copied) and arrive (issued).
-PHASES_FP8_H64 = [
-    ("slice", "start", "sliced"),             # index row loaded and compacted
-    ("loads", "sliced", "fill_bulk"),         # producer: the first stage's slots read, its loads issued
-    ("to_fill", "fill_bulk", "fill_start"),   # producer: until its first stage's buffer is free
-    ("convert", "fill_start", "fill_copied"),  # producer: the rows' round trip, converted and stored
-    ("post", "fill_copied", "issued"),        # producer: proxy fence and arrival
-    ("land", "issued", "first_tile"),         # consumers: the first tile seen after that
-    ("tiles", "first_tile", "last_tile"),     # from the first tile to the last one
-    ("sums", "last_pv", "row_sums"),          # row sums over the warpgroups
-    ("store", "row_sums", "stored"),          # output or partial out
-    ("meet", "stored", "met"),                # split rows: until every CTA of the row is out
-    ("merge", "met", "merged"),               # split rows: this CTA's share of the merge
+    ("slice", "start", "sliced"),   # the CTA's work known: index row compacted (dsa), schedule (mla)
+    ("work", "sliced", "stored"),   # its rows gathered and computed, the result or partial out
+    ("meet", "stored", "met"),      # split rows: until every CTA of the row (item) is out
+    ("merge", "met", "merged"),     # split rows: this CTA's share of the merge
 ]
 
 # Slots --when does not convert: values, and the start and stop it reads from %globaltimer.
@@ -82,9 +38,7 @@ NOT_CLOCK_STAMPS = {"count", "sm", "start_ns", "stop_ns", "start", "stop"}
 
 
 def phases_of(launch):
-    if launch["kernel"].startswith("mla_decode"):
-        return PHASES_MLA
-    return PHASES_FP8_H64 if launch["kernel"] == "dsa_decode.v2_fp8.h64" else PHASES
+    return PHASES
 
 
 def read(path):

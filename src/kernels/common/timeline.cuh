@@ -18,21 +18,20 @@
 
 namespace mlakit::kernels::timeline {
 
-// The numbers are the columns of the file format (the columns of slots no kernel stamps any more
-// stay 0).
+// The columns of the file format, one number each per CTA.
 enum Slot : int {
-  kStart = 0,     // first instruction
-  kSliced = 1,    // the CTA's work known (the index row compacted, the schedule computed)
-  kStored = 5,    // output or partial stored
-  kMet = 6,       // split rows: every CTA of the row has its partial out
-  kMerged = 7,    // split rows: this CTA's share merged and stored
-  kCount = 8,     // value: the CTA's rows (or units) | its splits (or items) << 32
-  kStop = 11,     // last instruction
-  kSm = 13,       // value: %smid
-  kStartNs = 14,  // %globaltimer at kStart
-  kStopNs = 15,   // %globaltimer at kStop
+  kStart = 0,    // first instruction
+  kSliced = 1,   // the CTA's work known (the index row compacted, the schedule computed)
+  kStored = 2,   // output or partial stored
+  kMet = 3,      // split rows: every CTA of the row has its partial out
+  kMerged = 4,   // split rows: this CTA's share merged and stored
+  kCount = 5,    // value: the CTA's rows (or units) | its splits (or items) << 32
+  kStop = 6,     // last instruction
+  kSm = 7,       // value: %smid
+  kStartNs = 8,  // %globaltimer at kStart
+  kStopNs = 9,   // %globaltimer at kStop
 };
-constexpr int kSlots = 25, kMaxCtas = 8192;
+constexpr int kSlots = 10, kMaxCtas = 8192;
 
 }  // namespace mlakit::kernels::timeline
 
