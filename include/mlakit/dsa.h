@@ -1,5 +1,5 @@
-// DeepSeek-V3.2 sparse attention (DSA) decode: the problem, the tensors, the tiling and the
-// plan-then-run entry points. Host-only types; no CuTe, no CUDA device code.
+// DeepSeek-V3.2 sparse attention (DSA) decode: the problem, the tensors and the plan-then-run
+// entry points (a tiling is named by its kernel: mlakit/plan.h). Host-only types; no CuTe, no CUDA device code.
 //
 // Semantics (docs/dsa-contract.md): per token t and head h, over the multiset S of valid slots of
 // sparse_indices[t, :] (valid = 0 <= idx < num_pages * page_size; -1 is padding anywhere),
@@ -71,45 +71,18 @@ struct DsaTensors {
   int64_t kv_stride_page = 0;
 };
 
-// How one launch cuts the work. One type serves the validator, the tuner's search space, the
-// CLI's --explain and the kernel traits. Fields a variant does not use are ignored by it.
-struct DsaTiling {
-  int num_splits = 16;        // CTAs per token along topk (split-K); 1 = fused epilogue, no merge
-  int block_n = 64;           // v1: slots per pipeline tile; v2: least slots per split
-  int stages = 2;             // tiles (v1) or 32-row ring stages (v2) in flight in shared memory
-  int merge_head_groups = 4;  // v1: CTAs per token in the LSE-merge kernel; v2 merges in-kernel: 1
-  // Single-launch kernels (v2_fused, the gather floor); the name leaves a field out at its default.
-  int producers = 1;  // p: warps that gather rows
-  int gather = 0;     // g: 0 bulk ckv + cp.async kpe, 1 bulk both, 2 cp.async, 3 register loads (the
-                      // floor; v2_fp8 h64: rows loaded into registers, dequantized into bf16 stages)
-  int mma = 0;        // w: 0 mma.sync m16n8k16 (heads = M), 1 wgmma m64n16k16 (heads = N)
-  int cta_heads = 16;  // h: heads per CTA (v2_fused: 16, 32 as two consumer warpgroups on each tile, or
-                       // 64 with wgmma, heads = M; v2_fp8: 16 or 64)
-  // c: how a split row's partials meet (v2_fp8): 0 through global memory (a workspace, arrival
-  // counters, a cooperative launch); 1 the row's CTAs form one thread-block cluster and merge
-  // through distributed shared memory (no workspace; 2..8 splits).
-  int cluster = 0;
-  // b: 1 pools the rows (v2_fused, 16 or 32 heads per CTA, T <= 8): every CTA reads all T index
-  // rows, one slot count per split holds for the whole batch, and a long row takes the CTAs the
-  // short rows of other tokens leave idle; 0 each token's row keeps its own S CTAs.
-  int pool = 0;
-
-  // Stable short form: "s16n64x2m4", "s8n64x4m1p2", "s8n64x4m1p2g1w1", "s2n64x4m1p1h32",
-  // "s8n64x8m1p4g1c1", "s8n64x4m1p2b1", "s1n64x4m1p4g3w1h64".
-  std::string name() const;
-  static Status parse(const std::string& name, DsaTiling* out);
-  bool operator==(const DsaTiling&) const = default;
-};
-
 // A problem bound to one registered kernel, one tiling and a workspace size on one device
 // (mlakit/plan.h); only dsa_plan makes a non-empty one.
-using DsaPlan = Plan<DsaProblem, DsaTiling>;
+using DsaPlan = Plan<DsaProblem>;
 
 struct DeviceFacts;
 
 struct DsaPlanOptions {
   std::string kernel_key;  // empty = the registry's default for the problem (op, dtype, heads)
-  const DsaTiling* tiling = nullptr;  // null = tuned choice if cached, else built-in default
+  // A tiling by name in the kernel's own grammar ("s16n64x2m4" for v1_splitk, "s8n64x4m1p4" for
+  // v2_fused; `mlakit list` and each variant's page name its fields); empty = the tuned choice if
+  // cached, else the kernel's default.
+  std::string tiling;
   int device = -1;                    // -1 = current device
   // Plan for these facts instead of a live device (mlakit/device.h: known_devices()): checks a
   // problem and a tiling without a GPU. Such a plan has device() == -1 and never runs.

@@ -69,39 +69,15 @@ struct MlaTensors {
   int64_t block_table_stride_b = 0;
 };
 
-// How one launch cuts the work (the persistent split-KV schedule of docs/mla-contract.md). The
-// name leaves a field out at its default: "c132x4p2", "c132x4p2g0", "c132x4p4g2m64".
-struct MlaTiling {
-  int ctas = 0;       // c: CTAs of the persistent grid (0 only before planning: the planner sets
-                      //    the device's SM count times CTAs per SM)
-  int stages = 4;     // x: 32-row ring stages in shared memory
-  int producers = 2;  // p: warps that gather rows
-  int gather = 1;     // g: 0 bulk ckv + cp.async kpe, 1 bulk copies, 2 cp.async, 3 tensor-map
-                      //    boxes per 32-row stage (m64, pages of a multiple of 32 rows)
-  int rows = 16;      // m: query rows per CTA, the M of the MMAs: 16 (mma.sync, one group per
-                      //    query position and 16-head block) or 64 (wgmma, 64 of a request's
-                      //    s_q x heads query rows per group)
-  int whole = 8;      // w: schedule units (64-row tiles) a CTA's longest range may grow by to keep
-                      //    every request whole instead of splitting some across CTAs (split pieces
-                      //    store partials and merge at the end); 0: whole only when that costs
-                      //    nothing
-  int order = 0;      // o: the schedule of the 64-row consumer pair (m64): 0 lockstep (both
-                      //    warpgroups on one tile: S halves, maxima and P meet in shared memory),
-                      //    1 seesaw (each warpgroup S of its own tile of a pair, the running max
-                      //    handed 0 -> 1 -> 0; wgmma_rows64.cuh)
-
-  std::string name() const;
-  static Status parse(const std::string& name, MlaTiling* out);
-  bool operator==(const MlaTiling&) const = default;
-};
-
-using MlaPlan = Plan<MlaProblem, MlaTiling>;
+using MlaPlan = Plan<MlaProblem>;
 
 struct DeviceFacts;
 
 struct MlaPlanOptions {
   std::string kernel_key;             // empty = the registry's default for (op, dtype, heads)
-  const MlaTiling* tiling = nullptr;  // null = tuned choice if cached, else built-in default
+  // A tiling by name in the kernel's grammar ("c132x4p2", "c132x4p4g3m64o1": the v1_paged page
+  // names its fields); empty = the tuned choice if cached, else the kernel's default.
+  std::string tiling;
   int device = -1;                    // -1 = current device
   const DeviceFacts* device_facts = nullptr;  // plan without a GPU (never runs)
 };

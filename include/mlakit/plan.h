@@ -13,7 +13,13 @@ namespace mlakit {
 template <class Problem>
 struct Planner;  // src/runtime/planner.h: the only code that fills a plan
 
-template <class Problem, class Tiling>
+// A planned tiling's values as its variant parsed them from the tiling's name: the variant's own
+// tiling struct, copied (opaque to everything but that variant, which alone reads it back).
+struct TilingValues {
+  alignas(8) unsigned char bytes[64] = {};
+};
+
+template <class Problem>
 class Plan {
  public:
   Plan() = default;
@@ -21,7 +27,9 @@ class Plan {
   bool empty() const { return kernel_ == nullptr; }
   const Problem& problem() const { return problem_; }
   const std::string& kernel_key() const { return kernel_key_; }  // "dsa_decode.v1_splitk.bf16"
-  const Tiling& tiling() const { return tiling_; }
+  // The tiling's stable name in its variant's grammar ("s16n64x2m4"): what --tiling, the tune
+  // cache and bench records carry.
+  const std::string& tiling() const { return tiling_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
   // The CUDA device it was planned for; -1 when it was planned for device facts alone (a dry
   // plan: validated against a known chip without a GPU, never runnable).
@@ -33,7 +41,8 @@ class Plan {
 
   Problem problem_{};
   std::string kernel_key_;
-  Tiling tiling_{};
+  std::string tiling_;
+  TilingValues values_;
   size_t workspace_bytes_ = 0;
   int device_ = -1;
   std::string device_name_;

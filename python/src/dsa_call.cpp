@@ -293,7 +293,7 @@ nb::dict plan_info(int num_tokens, int num_pages, int page_size, int topk, int d
   nb::dict d;
   d["problem"] = plan.problem().to_string();
   d["kernel_key"] = plan.kernel_key();
-  d["tiling"] = plan.tiling().name();
+  d["tiling"] = plan.tiling();
   d["workspace_bytes"] = plan.workspace_bytes();
   return d;
 }

@@ -352,7 +352,7 @@ nb::dict mla_plan_info(int batch, int seq_q, int num_heads, int num_pages, int p
   nb::dict d;
   d["problem"] = plan.problem().to_string();
   d["kernel_key"] = plan.kernel_key();
-  d["tiling"] = plan.tiling().name();
+  d["tiling"] = plan.tiling();
   d["workspace_bytes"] = plan.workspace_bytes();
   return d;
 }

@@ -1,8 +1,8 @@
 // Where plans are made (mlakit/plan.h), once for every op. Two steps, each check in one place:
 //   1. plan_target: the device a kernel will run on (a live device, or the facts of a known chip
 //      for dry planning) and the kernel's arch gate;
-//   2. Planner<Problem>::plan: the tiling (forced, tuned or the kernel's default), checked once by
-//      the kernel's validate(), and the workspace size.
+//   2. Planner<Problem>::plan: the tiling (forced by name, tuned or the kernel's default), parsed
+//      and checked once by the kernel's variant (OpKernel::check), and the workspace size.
 // The op's public entry points (dsa_plan, dsa_run) are thin wrappers: Planner::plan_request does
 // both steps for a kernel key, and check_runnable is all a run re-checks.
 #pragma once
@@ -48,11 +48,10 @@ Status plan_target(const KernelEntry& kernel, const DeviceFacts& facts, PlanTarg
 Status check_same_chip(int planned, const std::string& planned_name, int current);
 
 // What a planning request names; the op's public options map onto it.
-template <class Tiling>
 struct PlanRequest {
-  std::string kernel_key;                   // "" = the registry's default for the problem
-  const Tiling* tiling = nullptr;           // null = tuned if cached and valid, else default
-  int device = -1;                          // -1 = current device
+  std::string kernel_key;                     // "" = the registry's default for the problem
+  std::string tiling;                         // "" = tuned if cached and valid, else default
+  int device = -1;                            // -1 = current device
   const DeviceFacts* device_facts = nullptr;  // non-null: dry planning for these facts
 };
 
@@ -60,8 +59,7 @@ template <class Problem>
 struct Planner {
   using Kernel = OpKernel<Problem>;
   using Contract = OpContract<Problem>;
-  using Tiling = typename Contract::Tiling;
-  using PlanT = Plan<Problem, Tiling>;
+  using PlanT = Plan<Problem>;
 
   // The kernel for `problem`: `key` (kNotFound when unknown, kInvalidArgument when it is another
   // op's), or the registry default for the problem's op, dtype and heads (kUnsupported when none).
@@ -95,15 +93,16 @@ struct Planner {
   }
 
   // Step 2 for a target that passed the gate: validates the problem, chooses and checks the
-  // tiling once, fills `out`. `target.kernel()` must be a Kernel.
-  static Status plan(const PlanTarget& target, const Problem& problem, const Tiling* forced,
+  // tiling (`forced` by name, or tuned / default when null) once, fills `out`. `target.kernel()`
+  // must be a Kernel.
+  static Status plan(const PlanTarget& target, const Problem& problem, const std::string* forced,
                      PlanT* out) {
     MLAKIT_RETURN_IF_ERROR(problem.validate());
     return plan_valid(target, problem, forced, out);
   }
 
   // Both steps for a request: what dsa_plan (and every op's plan function) is.
-  static Status plan_request(const Problem& problem, const PlanRequest<Tiling>& request, PlanT* out) {
+  static Status plan_request(const Problem& problem, const PlanRequest& request, PlanT* out) {
     if (out == nullptr) return Status::invalid_argument("plan: null pointer");
     MLAKIT_RETURN_IF_ERROR(problem.validate());
     const Kernel* kernel = nullptr;
@@ -113,10 +112,18 @@ struct Planner {
       MLAKIT_RETURN_IF_ERROR(plan_target(*kernel, *request.device_facts, &target));
     else
       MLAKIT_RETURN_IF_ERROR(plan_target(*kernel, request.device, &target));
-    return plan_valid(target, problem, request.tiling, out);
+    return plan_valid(target, problem, request.tiling.empty() ? nullptr : &request.tiling, out);
   }
 
   static const Kernel& kernel(const PlanT& plan) { return *static_cast<const Kernel*>(plan.kernel_); }
+
+  // The planned launch (the op's run function checked the tensors and the device).
+  static Status launch(const PlanT& plan, const typename Kernel::Tensors& tensors, void* workspace,
+                       cudaStream_t stream) {
+    return kernel(plan).launch(plan.problem_, plan.values_, tensors, workspace, stream);
+  }
+  // --explain of a plan.
+  static std::string explain(const PlanT& plan) { return kernel(plan).explain(plan.problem_, plan.values_); }
 
   // All a run checks of its plan: made by the planner, for a live device that is the current one
   // (or the same chip: then the plan's checks hold there too). One cudaGetDevice on the fast path.
@@ -133,19 +140,18 @@ struct Planner {
   }
 
  private:
-  static Status plan_valid(const PlanTarget& target, const Problem& problem, const Tiling* forced,
+  static Status plan_valid(const PlanTarget& target, const Problem& problem, const std::string* forced,
                            PlanT* out) {
     const auto* kernel = dynamic_cast<const Kernel*>(&target.kernel());
     if (kernel == nullptr)
       return Status::internal("plan target holds " + target.kernel().info().key + ", not a " +
                               Contract::kOp + " kernel");
-    Tiling tiling = forced ? *forced : choose_tiling(*kernel, target.facts(), problem);
-    MLAKIT_RETURN_IF_ERROR(kernel->validate(problem, tiling, target.facts()));
+    const std::string name = forced ? *forced : choose_tiling(*kernel, target.facts(), problem);
     PlanT plan;
+    MLAKIT_RETURN_IF_ERROR(kernel->check(problem, name, target.facts(), &plan.values_, &plan.tiling_));
     plan.problem_ = problem;
     plan.kernel_key_ = kernel->info().key;
-    plan.tiling_ = tiling;
-    plan.workspace_bytes_ = kernel->workspace_bytes(problem, tiling);
+    plan.workspace_bytes_ = kernel->workspace_bytes(problem, plan.values_);
     plan.device_ = target.device();
     plan.device_name_ = target.facts().name;
     plan.kernel_ = kernel;
@@ -155,12 +161,11 @@ struct Planner {
 
   // A tuned tiling when the cache has one for the device, kernel and bucket and it is valid for
   // this exact problem; else the kernel's default. Any cache problem falls back silently.
-  static Tiling choose_tiling(const Kernel& kernel, const DeviceFacts& facts, const Problem& problem) {
+  static std::string choose_tiling(const Kernel& kernel, const DeviceFacts& facts, const Problem& problem) {
     std::string name;
-    Tiling tuned;
     if (tuned_tiling(facts.name, kernel.info().key, Contract::bucket(problem), &name).is_ok() &&
-        Tiling::parse(name, &tuned).is_ok() && kernel.validate(problem, tuned, facts).is_ok())
-      return tuned;
+        kernel.check(problem, name, facts).is_ok())
+      return name;
     return kernel.default_tiling(problem, facts);
   }
 };

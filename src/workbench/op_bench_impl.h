@@ -45,7 +45,6 @@ class OpSuite final : public BenchSuite {
   using Workload = typename Op::Workload;
   using PlannerT = Planner<Problem>;
   using Kernel = typename PlannerT::Kernel;
-  using Tiling = typename PlannerT::Tiling;
   using PlanT = typename PlannerT::PlanT;
   using Contract = OpContract<Problem>;
 
@@ -72,13 +71,13 @@ class OpSuite final : public BenchSuite {
   std::vector<std::string> search_space(size_t i, const KernelEntry& kernel) const override {
     std::vector<std::string> names;
     if (const auto* k = dynamic_cast<const Kernel*>(&kernel))
-      for (const Tiling& t : k->search_space(workloads_.at(i).problem)) names.push_back(t.name());
+      names = k->search_space(workloads_.at(i).problem);
     return names;
   }
 
   std::string default_tiling(size_t i, const PlanTarget& target) const override {
     const auto* k = dynamic_cast<const Kernel*>(&target.kernel());
-    return k ? k->default_tiling(workloads_.at(i).problem, target.facts()).name() : std::string();
+    return k ? k->default_tiling(workloads_.at(i).problem, target.facts()) : std::string();
   }
 
   Status plan(size_t i, const PlanTarget& target, const std::string* tiling,
@@ -86,16 +85,13 @@ class OpSuite final : public BenchSuite {
     if (i >= workloads_.size())
       return Status::invalid_argument("workload: index " + std::to_string(i) + " of " +
                                       std::to_string(workloads_.size()));
-    Tiling forced{};
-    if (tiling != nullptr) MLAKIT_RETURN_IF_ERROR(Tiling::parse(*tiling, &forced));
     PlanT plan;
-    MLAKIT_RETURN_IF_ERROR(
-        PlannerT::plan(target, workloads_[i].problem, tiling ? &forced : nullptr, &plan));
+    MLAKIT_RETURN_IF_ERROR(PlannerT::plan(target, workloads_[i].problem, tiling, &plan));
     BenchPlan b;
     b.kernel_key_ = plan.kernel_key();
-    b.tiling_ = plan.tiling().name();
+    b.tiling_ = plan.tiling();
     b.workspace_bytes_ = plan.workspace_bytes();
-    b.explain_ = PlannerT::kernel(plan).explain(plan.problem(), plan.tiling());
+    b.explain_ = PlannerT::explain(plan);
     b.plan_ = std::move(plan);
     *out = std::move(b);
     return Status::ok();

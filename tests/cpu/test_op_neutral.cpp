@@ -66,7 +66,6 @@ struct ScaleTensors {
 
 template <>
 struct OpContract<ScaleProblem> {
-  using Tiling = ScaleTiling;
   using Tensors = ScaleTensors;
   static constexpr const char* kOp = "scale";
   static constexpr const char* kPlanFunction = "scale_plan";
@@ -79,22 +78,22 @@ struct OpContract<ScaleProblem> {
 
 namespace {
 
-using ScalePlan = Plan<ScaleProblem, ScaleTiling>;
+using ScalePlan = Plan<ScaleProblem>;
 using ScalePlanner = Planner<ScaleProblem>;
 
 // How the host "kernel" misbehaves, for the verify tests.
 enum class Flaw { kNone, kSkipsLastElement, kDriftsBetweenRuns };
 
-class ScaleKernel final : public OpKernel<ScaleProblem> {
+class ScaleKernel final : public VariantKernel<ScaleProblem, ScaleTiling> {
  public:
   ScaleKernel(std::string variant, int rank, std::vector<int> heads, Flaw flaw = Flaw::kNone) : flaw_(flaw) {
     info_ = {"scale." + variant + ".fp32", "scale", variant, "fp32", std::move(heads), rank, "a test op", {9, 0, true}};
   }
   const KernelInfo& info() const override { return info_; }
-  std::vector<ScaleTiling> search_space(const ScaleProblem&) const override {
+  std::vector<ScaleTiling> tilings(const ScaleProblem&) const override {
     return {{1}, {2}, {4}, {8}, {16}};
   }
-  ScaleTiling default_tiling(const ScaleProblem& p, const DeviceFacts&) const override {
+  ScaleTiling default_for(const ScaleProblem& p, const DeviceFacts&) const override {
     return {p.rows >= 4 ? 4 : 1};
   }
   Status validate(const ScaleProblem& p, const ScaleTiling& t, const DeviceFacts&) const override {
@@ -103,12 +102,12 @@ class ScaleKernel final : public OpKernel<ScaleProblem> {
                                  " rows exceeds the " + std::to_string(p.rows) + " rows");
     return Status::ok();
   }
-  size_t workspace_bytes(const ScaleProblem&, const ScaleTiling&) const override { return 0; }
-  std::string explain(const ScaleProblem& p, const ScaleTiling& t) const override {
+  size_t workspace(const ScaleProblem&, const ScaleTiling&) const override { return 0; }
+  std::string describe(const ScaleProblem& p, const ScaleTiling& t) const override {
     return info_.key + " " + t.name() + ": " + std::to_string((p.rows + t.block - 1) / t.block) + " blocks";
   }
-  Status launch(const ScaleProblem& p, const ScaleTiling&, const ScaleTensors& x, void*,
-                cudaStream_t) const override {
+  Status run(const ScaleProblem& p, const ScaleTiling&, const ScaleTensors& x, void*,
+             cudaStream_t) const override {
     const int64_t n = p.elems() - (flaw_ == Flaw::kSkipsLastElement ? 1 : 0);
     const float drift = flaw_ == Flaw::kDriftsBetweenRuns && (runs_++ % 2) ? 1e-6f : 0.f;
     for (int64_t i = 0; i < n; ++i) x.out[i] = x.factor * x.in[i] + drift;
@@ -129,7 +128,7 @@ const ScaleKernel& scale_v1() {
 // The op's run function: a host op has no device to check, only a plan the planner made.
 Status scale_run(const ScalePlan& plan, const ScaleTensors& x, void* workspace, size_t, cudaStream_t stream) {
   if (plan.empty()) return Status::invalid_argument("plan: empty; make it with scale_plan");
-  return ScalePlanner::kernel(plan).launch(plan.problem(), plan.tiling(), x, workspace, stream);
+  return ScalePlanner::launch(plan, x, workspace, stream);
 }
 
 // ---- the op's workbench traits (what op_bench_impl.h asks of an op) -------------------------------
@@ -268,9 +267,9 @@ TEST(OpNeutral, ThePlannerServesAnyOp) {
   ScalePlan plan;
   ASSERT_TRUE(ScalePlanner::plan(target, {16, 4, 8}, nullptr, &plan).is_ok());
   EXPECT_EQ(plan.kernel_key(), "scale.v1_rows.fp32");
-  EXPECT_EQ(plan.tiling().name(), "b4");  // the kernel's default
+  EXPECT_EQ(plan.tiling(), "b4");  // the kernel's default
   EXPECT_EQ(plan.device_name(), "NVIDIA H200");
-  const ScaleTiling big{8};
+  const std::string big = "b8";
   Status s = ScalePlanner::plan(target, {3, 4, 8}, &big, &plan);
   EXPECT_EQ(s.code(), Code::kUnsupported);
   EXPECT_NE(s.message().find("a block of 8 rows exceeds the 3 rows"), std::string::npos) << s.message();
@@ -324,7 +323,7 @@ TEST(OpNeutral, VerifyPoisonsComparesAndRepeatsForAnyOp) {
   const std::vector<CallOutput> outputs = {ScaleBench::output_of(out.data(), in, 3.f)};
   const auto verify_with = [&](const ScaleKernel& kernel, VerifyResult* r) {
     const GpuCall call = [&](cudaStream_t s) {
-      return kernel.launch(plan.problem(), plan.tiling(), {in.data(), out.data(), 3.f}, nullptr, s);
+      return kernel.run(plan.problem(), ScaleTiling{}, {in.data(), out.data(), 3.f}, nullptr, s);
     };
     HostOutputs memory;
     return verify_call(call, nullptr, outputs, memory, kernel.info().key, r);
@@ -397,9 +396,9 @@ TEST_F(OpNeutralTuneCache, HoldsEveryOpAndThePlannerReadsIt) {
   set_tune_cache_path(path);
   ScalePlan plan;
   ASSERT_TRUE(ScalePlanner::plan(target_for(scale_v1()), {16, 4, 8}, nullptr, &plan).is_ok());
-  EXPECT_EQ(plan.tiling().name(), "b8");  // tuned
+  EXPECT_EQ(plan.tiling(), "b8");  // tuned
   ASSERT_TRUE(ScalePlanner::plan(target_for(scale_v1()), {4, 4, 8}, nullptr, &plan).is_ok());
-  EXPECT_EQ(plan.tiling().name(), "b4");  // no entry for R4: the default
+  EXPECT_EQ(plan.tiling(), "b4");  // no entry for R4: the default
   std::string dsa;
   EXPECT_TRUE(tuned_tiling("NVIDIA H200", "dsa_decode.v1_splitk.bf16", "T8.h16.ckv512.kpe64.ps64.k2048", &dsa).is_ok());
   EXPECT_EQ(dsa, "s8n64x1m8");

@@ -6,10 +6,14 @@
 #include <memory>
 #include <type_traits>
 
+#include "kernels/dsa_decode/v1_splitk/tiling.h"
+#include "kernels/dsa_decode/v2_fp8/tiling.h"
+#include "kernels/dsa_decode/v2_fused/tiling.h"
 #include "mlakit/device.h"
 #include "plan/dsa/contract.h"
 #include "runtime/planner.h"
 #include "runtime/registry.h"
+#include "tiling_checks.h"
 
 namespace mlakit {
 namespace {
@@ -40,9 +44,9 @@ TEST(Plan, DefaultTilingIsValidOnHopperForEveryTokenCount) {
       for (int topk : {256, 512, 1024, 2048, 4096}) {
         DsaProblem p = contest(t);
         p.topk = topk;
-        const DsaTiling tiling = v1().default_tiling(p, dev);
-        Status s = v1().validate(p, tiling, dev);
-        EXPECT_TRUE(s.is_ok()) << name << " T=" << t << " topk=" << topk << " " << tiling.name() << ": "
+        const std::string tiling = v1().default_tiling(p, dev);
+        Status s = v1().check(p, tiling, dev);
+        EXPECT_TRUE(s.is_ok()) << name << " T=" << t << " topk=" << topk << " " << tiling << ": "
                                << s.message();
       }
     }
@@ -51,14 +55,18 @@ TEST(Plan, DefaultTilingIsValidOnHopperForEveryTokenCount) {
 
 TEST(Plan, DefaultTilingFillsTheMachineForSmallT) {
   const DeviceFacts dev = device("H200");
-  EXPECT_EQ(v1().default_tiling(contest(1), dev).num_splits, 32);  // one 64-slot tile per CTA
-  EXPECT_EQ(v1().default_tiling(contest(8), dev).num_splits, 16);
-  EXPECT_EQ(v1().default_tiling(contest(128), dev).num_splits, 1);  // fused epilogue, no merge
+  const auto splits = [&](int tokens) {
+    dsa_v1::Tiling t;
+    EXPECT_TRUE(dsa_v1::Tiling::parse(v1().default_tiling(contest(tokens), dev), &t).is_ok());
+    return t.num_splits;
+  };
+  EXPECT_EQ(splits(1), 32);  // one 64-slot tile per CTA
+  EXPECT_EQ(splits(8), 16);
+  EXPECT_EQ(splits(128), 1);  // fused epilogue, no merge
 }
 
 TEST(Plan, SharedMemoryOverflowIsRejectedWithReason) {
-  DsaTiling t{16, 64, 3, 4};
-  Status s = v1().validate(contest(8), t, device("H200"));
+  Status s = v1().check(contest(8), "s16n64x3m4", device("H200"));
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.code(), Code::kUnsupported);
   EXPECT_NE(s.message().find("shared-memory plan"), std::string::npos) << s.message();
@@ -70,7 +78,7 @@ TEST(Plan, TwoStagesDoNotFitTheRtx5090) {
   // with a small opt-in limit to show both reasons are reachable.
   DeviceFacts small = device("H200");
   small.smem_per_block_optin = 99 * 1024;
-  Status s = v1().validate(contest(8), DsaTiling{16, 64, 2, 4}, small);
+  Status s = v1().check(contest(8), "s16n64x2m4", small);
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("exceeds the 99.0 KB"), std::string::npos) << s.message();
 }
@@ -78,28 +86,28 @@ TEST(Plan, TwoStagesDoNotFitTheRtx5090) {
 TEST(Plan, BadFieldsAreRejectedWithReason) {
   const DeviceFacts dev = device("H200");
   struct Bad {
-    DsaTiling tiling;
+    const char* tiling;
     const char* reason;
   } cases[] = {
-      {{16, 32, 2, 4}, "block_n=32"},
-      {{16, 64, 4, 4}, "stages must be 1, 2 or 3"},
-      {{64, 64, 2, 4}, "num_splits must be in [1, 32]"},
-      {{16, 64, 2, 3}, "merge_head_groups must be 4, 8 or 16"},
+      {"s16n32x2m4", "block_n=32"},
+      {"s16n64x4m4", "stages must be 1, 2 or 3"},
+      {"s64n64x2m4", "num_splits must be in [1, 32]"},
+      {"s16n64x2m3", "merge_head_groups must be 4, 8 or 16"},
   };
   for (const Bad& b : cases) {
-    Status s = v1().validate(contest(8), b.tiling, dev);
-    ASSERT_FALSE(s.is_ok()) << b.tiling.name();
+    Status s = v1().check(contest(8), b.tiling, dev);
+    ASSERT_FALSE(s.is_ok()) << b.tiling;
     EXPECT_NE(s.message().find(b.reason), std::string::npos) << s.message();
   }
   DsaProblem big = contest(1);
   big.topk = 4096;
-  Status s = v1().validate(big, DsaTiling{1, 64, 2, 4}, dev);
+  Status s = v1().check(big, "s1n64x2m4", dev);
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("exceeds the 2048 one CTA compacts; use num_splits >= 2"), std::string::npos)
       << s.message();
   DsaProblem heads = contest(1);
   heads.num_heads = 64;
-  s = v1().validate(heads, DsaTiling{16, 64, 2, 4}, dev);
+  s = v1().check(heads, "s16n64x2m4", dev);
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("num_heads=64"), std::string::npos) << s.message();
 }
@@ -107,16 +115,17 @@ TEST(Plan, BadFieldsAreRejectedWithReason) {
 TEST(Plan, SearchSpaceHoldsValidAndInvalidTilings) {
   const DeviceFacts dev = device("H200");
   int valid = 0, invalid = 0;
-  for (const DsaTiling& t : v1().search_space(contest(8)))
-    (v1().validate(contest(8), t, dev).is_ok() ? valid : invalid)++;
+  for (const std::string& t : v1().search_space(contest(8)))
+    (v1().check(contest(8), t, dev).is_ok() ? valid : invalid)++;
   EXPECT_GT(valid, 8);
   EXPECT_GT(invalid, 0);  // 3 stages: the tuner prints why it skips them
 }
 
 TEST(Plan, WorkspaceOnlyForSplits) {
-  EXPECT_EQ(v1().workspace_bytes(contest(128), DsaTiling{1, 64, 2, 4}), 0u);
+  const DeviceFacts dev = device("H200");
+  EXPECT_EQ(workspace_of(v1(), contest(128), "s1n64x2m4", dev), 0u);
   // 8 tokens x 16 splits x 16 heads x (512 + 2) floats
-  EXPECT_EQ(v1().workspace_bytes(contest(8), DsaTiling{16, 64, 2, 4}), 4096 + size_t(8) * 16 * 16 * 514 * 4);
+  EXPECT_EQ(workspace_of(v1(), contest(8), "s16n64x2m4", dev), 4096 + size_t(8) * 16 * 16 * 514 * 4);
 }
 
 TEST(ArchGate, KernelsDeclareAndCheckTheirArch) {
@@ -144,48 +153,53 @@ TEST(DeviceTable, HasTheChipsOfThePlan) {
 }
 
 TEST(Tiling, NameRoundTripsAndBadNamesAreRejected) {
-  DsaTiling t{8, 64, 1, 16}, u;
-  ASSERT_TRUE(DsaTiling::parse(t.name(), &u).is_ok());
-  EXPECT_EQ(t, u);
+  dsa_v1::Tiling t{8, 64, 1, 16}, u;
+  ASSERT_TRUE(dsa_v1::Tiling::parse(t.name(), &u).is_ok());
+  EXPECT_EQ(u.name(), t.name());
   EXPECT_EQ(t.name(), "s8n64x1m16");
-  for (const char* bad : {"", "s8", "s8n64x1m16z", "x", "s0n64x1m4"}) {
-    Status s = DsaTiling::parse(bad, &u);
+  for (const char* bad : {"", "s8", "s8n64x1m16z", "x", "s0n64x1m4", "s16n64x2m4p2"}) {
+    Status s = dsa_v1::Tiling::parse(bad, &u);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find("tiling"), std::string::npos);
   }
 }
 
+// Each variant's names: its own fields, the optional ones written only away from their defaults,
+// in one order; a field the variant does not have cannot be named.
 TEST(Tiling, SingleLaunchFieldsAreNamedOnlyAwayFromTheirDefaults) {
-  DsaTiling t;
-  ASSERT_TRUE(DsaTiling::parse("s8n64x4m1p2", &t).is_ok());
+  dsa_v2::Tiling t;
+  ASSERT_TRUE(dsa_v2::Tiling::parse("s8n64x4m1p2", &t).is_ok());
   EXPECT_EQ(t.producers, 2);
   EXPECT_EQ(t.gather, 0);
   EXPECT_EQ(t.mma, 0);
   EXPECT_EQ(t.name(), "s8n64x4m1p2");
-  ASSERT_TRUE(DsaTiling::parse("s1n32x3m1g1w1", &t).is_ok());
+  ASSERT_TRUE(dsa_v2::Tiling::parse("s1n32x3m1g1w1", &t).is_ok());
   EXPECT_EQ(t.producers, 1);
   EXPECT_EQ(t.gather, 1);
   EXPECT_EQ(t.mma, 1);
   EXPECT_EQ(t.name(), "s1n32x3m1g1w1");
-  ASSERT_TRUE(DsaTiling::parse("s2n64x4m1p2h32", &t).is_ok());
+  ASSERT_TRUE(dsa_v2::Tiling::parse("s2n64x4m1p2h32", &t).is_ok());
   EXPECT_EQ(t.cta_heads, 32);
   EXPECT_EQ(t.name(), "s2n64x4m1p2h32");
-  ASSERT_TRUE(DsaTiling::parse("s2n64x4m1h16", &t).is_ok());  // the default, left out of the name
+  ASSERT_TRUE(dsa_v2::Tiling::parse("s2n64x4m1h16", &t).is_ok());  // the default, left out of the name
   EXPECT_EQ(t.name(), "s2n64x4m1");
-  ASSERT_TRUE(DsaTiling::parse("s8n64x8m1p4g1c1", &t).is_ok());
-  EXPECT_EQ(t.cluster, 1);
-  EXPECT_EQ(t.name(), "s8n64x8m1p4g1c1");
-  ASSERT_TRUE(DsaTiling::parse("s16n64x2m4", &t).is_ok());  // v1's names are unchanged
-  EXPECT_EQ(t.name(), "s16n64x2m4");
-  ASSERT_TRUE(DsaTiling::parse("s8n64x4m1p2h32b1", &t).is_ok());
+  ASSERT_TRUE(dsa_v2::Tiling::parse("s8n64x4m1p2h32b1", &t).is_ok());
   EXPECT_EQ(t.pool, 1);
   EXPECT_EQ(t.name(), "s8n64x4m1p2h32b1");
+  dsa_v2_fp8::Tiling f;
+  ASSERT_TRUE(dsa_v2_fp8::Tiling::parse("s8n64x8m1p4g1c1", &f).is_ok());
+  EXPECT_EQ(f.cluster, 1);
+  EXPECT_EQ(f.name(), "s8n64x8m1p4g1c1");
+  dsa_v1::Tiling v;
+  ASSERT_TRUE(dsa_v1::Tiling::parse("s16n64x2m4", &v).is_ok());  // v1's names are unchanged
+  EXPECT_EQ(v.name(), "s16n64x2m4");
   for (const char* bad : {"s8n64x4m1b1h32", "s8n64x4m1b-1", "s8n64x4m1p", "s8n64x4m1w1p2", "s8n64x4m1p2p2", "s8n64x4m1p0", "s8n64x4m1q1",
-                          "s8n64x4m1h32p2", "s8n64x4m1h0", "s8n64x4m1c1h32", "s8n64x4m1c-1"}) {
-    const Status s = DsaTiling::parse(bad, &t);
+                          "s8n64x4m1h32p2", "s8n64x4m1h0", "s8n64x4m1c1h32", "s8n64x4m1c-1", "s8n64x4m1p4c1"}) {
+    const Status s = dsa_v2::Tiling::parse(bad, &t);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find(bad), std::string::npos) << s.message();
   }
+  EXPECT_FALSE(dsa_v2_fp8::Tiling::parse("s8n64x4m1p2b1", &f).is_ok());  // v2_fp8 pools no rows
 }
 
 // --explain says how a split row merges: the twin of launches with 2-4 splits (the default hybrid
@@ -193,8 +207,8 @@ TEST(Tiling, SingleLaunchFieldsAreNamedOnlyAwayFromTheirDefaults) {
 TEST(V2Fused, ExplainNamesTheMergeAndTheWholeRows) {
   const DsaKernel& v2 = *find_kernel_as<DsaKernel>("dsa_decode.v2_fused.bf16");
   const auto explain = [&](const DsaProblem& p, const char* name) {
-    DsaTiling t;
-    EXPECT_TRUE(DsaTiling::parse(name, &t).is_ok()) << name;
+    TilingValues t;
+    EXPECT_TRUE(v2.check(p, name, device("H200"), &t).is_ok()) << name;
     return v2.explain(p, t);
   };
   const std::string twin = "the 2-4-split twin", whole = "rows of at most 96 valid slots stay whole";
@@ -217,12 +231,7 @@ TEST(V2Fused, ExplainNamesTheMergeAndTheWholeRows) {
 TEST(V2Fused, ValidationNamesEveryRule) {
   const DsaKernel& v2 = *find_kernel_as<DsaKernel>("dsa_decode.v2_fused.bf16");
   const DeviceFacts h200 = device("H200");
-  const auto why = [&](const DsaProblem& p, const char* name) {
-    DsaTiling t;
-    EXPECT_TRUE(DsaTiling::parse(name, &t).is_ok()) << name;
-    const Status s = v2.validate(p, t, h200);
-    return s.is_ok() ? std::string("ok") : s.message();
-  };
+  const auto why = [&](const DsaProblem& p, const char* name) { return mlakit::why(v2, p, name, h200); };
   EXPECT_EQ(why(contest(8), "s16n64x4m1p2"), "ok");
   EXPECT_EQ(why(contest(8), "s16n64x4m1p2g1"), "ok");
   EXPECT_NE(why(contest(8), "s16n64x4m1p2g2").find("g (gather) must be 0"), std::string::npos);
@@ -249,11 +258,11 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   EXPECT_NE(why(heads, "s32n64x4m1p2").find("all 256 (32 x T=1 x 8 head groups) must be resident at once"),
             std::string::npos);
   EXPECT_EQ(why(heads, "s32n64x4m1p2h32"), "ok");
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s16n64x4m1p4");
   heads.num_tokens = 3;  // 2 head groups x 3 tokens x 16 splits: 96 CTAs
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s16n64x4m1p4g2w1h64");
   heads.num_tokens = 2;  // T x H = 256: h16, eight head groups
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s8n64x4m1p4");
   heads.num_tokens = 1;
   EXPECT_EQ(why(heads, "s64n64x4m1p4g2w1h64"), "ok");
   EXPECT_NE(why(heads, "s4n64x4m1p2g1h32").find("h32 (two consumer warpgroups) is compiled with g0"),
@@ -268,55 +277,56 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   EXPECT_NE(why(heads, "s4n64x4m1p4g2w1h128").find("h (heads per CTA) must be 16, 32 or 64; got 128"),
             std::string::npos);
   heads.num_tokens = 16;
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s4n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s4n64x4m1p4g2w1h64");
   // h64 keeps each CTA's compacted slots in the workspace, after the partials.
   heads.num_heads = 64;
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s8n64x4m1p4g2w1h64");
   heads.num_tokens = 8;  // T x H = 512: h64 with 16 CTAs per row
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s16n64x4m1p4g2w1h64");
   heads.num_tokens = 5;  // T x H = 320
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s16n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s16n64x4m1p4g2w1h64");
   heads.num_tokens = 4;  // T x H = 256: h16, four head groups
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s8n64x4m1p4");
   heads.num_tokens = 9;
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s8n64x4m1p4g2w1h64");
   heads.num_tokens = 32;
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s4n64x4m1p4g2w1h64");
-  EXPECT_EQ(v2.workspace_bytes(heads, v2.default_tiling(heads, h200)),
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s4n64x4m1p4g2w1h64");
+  EXPECT_EQ(workspace_of(v2, heads, v2.default_tiling(heads, h200), h200),
             4096 + 32 * 4 * 4 * 16 * 2 * 4 + size_t(32) * 4 * 4 * 16 * 512 * 4 + size_t(32) * 4 * 2048 * 4);
-  DsaTiling unsplit;
-  ASSERT_TRUE(DsaTiling::parse("s1n64x4m1p4g2w1h64", &unsplit).is_ok());
-  EXPECT_EQ(v2.workspace_bytes(heads, unsplit), 4096 + size_t(32) * 2048 * 4);
+  EXPECT_EQ(workspace_of(v2, heads, "s1n64x4m1p4g2w1h64", h200), 4096 + size_t(32) * 2048 * 4);
   heads.num_tokens = 16;
   heads.num_heads = 32;
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p2h32");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s8n64x4m1p2h32");
   heads.num_tokens = 8;  // T x H = 256: h16, two head groups
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s8n64x4m1p4");
   heads.num_tokens = 16;
   EXPECT_NE(why(heads, "s1n64x4m1p4g2w1h64").find("h (heads per CTA) must divide num_heads=32"), std::string::npos);
   // The partials of every block of 16 heads.
-  EXPECT_EQ(v2.workspace_bytes(heads, v2.default_tiling(heads, h200)),
+  EXPECT_EQ(workspace_of(v2, heads, v2.default_tiling(heads, h200), h200),
             4096 + 16 * 2 * 8 * 16 * 2 * 4 + size_t(16) * 2 * 8 * 16 * 512 * 4);
   heads.num_heads = 16;
   EXPECT_NE(why(heads, "s8n64x4m1p2h32").find("h (heads per CTA) must divide num_heads=16"), std::string::npos);
-  EXPECT_EQ(v2.default_tiling(heads, h200).name(), "s8n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(heads, h200), "s8n64x4m1p4");
   // The default: about one CTA per SM, the default ring, mma.sync; at T = 1 no more splits than a
   // row of 2048 slots fills at 64 per split (32), and for a short top-k fewer still.
-  EXPECT_EQ(v2.default_tiling(contest(1), h200).name(), "s32n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(contest(1), h200), "s32n64x4m1p4");
   DsaProblem short_topk = contest(1);
   short_topk.topk = 600;  // 10 splits of 64: the first power of two above, 16
-  EXPECT_EQ(v2.default_tiling(short_topk, h200).name(), "s16n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(short_topk, h200), "s16n64x4m1p4");
   short_topk.topk = 64;
-  EXPECT_EQ(v2.default_tiling(short_topk, h200).name(), "s1n64x4m1p4");
-  EXPECT_EQ(v2.default_tiling(contest(16), h200).name(), "s8n64x4m1p4");
-  EXPECT_EQ(v2.default_tiling(contest(128), h200).name(), "s1n64x4m1p4");
-  for (const DsaTiling& t : v2.search_space(contest(8)))
-    EXPECT_TRUE(t.merge_head_groups == 1 && t.mma == 0) << t.name();
+  EXPECT_EQ(v2.default_tiling(short_topk, h200), "s1n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(contest(16), h200), "s8n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(contest(128), h200), "s1n64x4m1p4");
+  for (const std::string& name : v2.search_space(contest(8))) {
+    dsa_v2::Tiling t;
+    ASSERT_TRUE(dsa_v2::Tiling::parse(name, &t).is_ok()) << name;
+    EXPECT_TRUE(t.merge_head_groups == 1 && t.mma == 0) << name;
+  }
   // Pooled rows (b1): a tuner's choice for h16 and h32 at T <= 8, no default since h64 takes 64
   // and 128 heads from T x H >= 320 (devlog step 42); every CTA copies the T index rows into its
   // ring, which must hold them.
-  EXPECT_EQ(v2.default_tiling(contest(2), h200).name(), "s32n64x4m1p4");
-  EXPECT_EQ(v2.default_tiling(contest(8), h200).name(), "s16n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(contest(2), h200), "s32n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(contest(8), h200), "s16n64x4m1p4");
   EXPECT_EQ(why(contest(8), "s16n64x4m1p2b1"), "ok");
   EXPECT_EQ(why(contest(8), "s1n64x4m1p2b1"), "ok");
   EXPECT_NE(why(contest(8), "s16n64x3m1b1").find("b1 (pooled rows) is compiled with x4p2, g0 and w0, for h16 and h32"),
@@ -325,25 +335,25 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   EXPECT_NE(why(contest(8), "s8n64x4m1p2b2").find("b (pooled rows) must be 0 or 1; got 2"), std::string::npos);
   DsaProblem wide = contest(8);
   wide.num_heads = 128;
-  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s8n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(wide, h200), "s8n64x4m1p4g2w1h64");
   wide.num_tokens = 4;  // T x H = 512: h64, 16 CTAs per token and head group
-  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s16n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(wide, h200), "s16n64x4m1p4g2w1h64");
   wide.num_tokens = 5;
-  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s8n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(wide, h200), "s8n64x4m1p4g2w1h64");
   DeviceFacts sm66 = h200;
   sm66.num_sms = 66;
   DsaProblem pooled = contest(8);
   pooled.num_heads = 64;  // 1 head group x 8 tokens x 8 splits fill 64 of 66 SMs
-  EXPECT_EQ(v2.default_tiling(pooled, sm66).name(), "s8n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(pooled, sm66), "s8n64x4m1p4g2w1h64");
   EXPECT_EQ(why(pooled, "s4n64x4m1p2h32b1"), "ok");  // the tuner may still pool h32
   pooled.topk = 256;  // 4 splits of 64 fill a row
-  EXPECT_EQ(v2.default_tiling(pooled, sm66).name(), "s4n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(pooled, sm66), "s4n64x4m1p4g2w1h64");
   DsaProblem short_rows = contest(3);
   short_rows.topk = 256;
-  EXPECT_EQ(v2.default_tiling(short_rows, h200).name(), "s4n64x4m1p4");
+  EXPECT_EQ(v2.default_tiling(short_rows, h200), "s4n64x4m1p4");
   wide.num_tokens = 8;
   wide.num_heads = 64;
-  EXPECT_EQ(v2.default_tiling(wide, h200).name(), "s16n64x4m1p4g2w1h64");
+  EXPECT_EQ(v2.default_tiling(wide, h200), "s16n64x4m1p4g2w1h64");
   wide.num_heads = 128;
   EXPECT_NE(why(wide, "s2n64x4m1p4g2w1h64b1").find("b1 (pooled rows) is compiled with x4p2, g0 and w0, for h16 and h32"),
             std::string::npos);
@@ -351,17 +361,12 @@ TEST(V2Fused, ValidationNamesEveryRule) {
   long_topk.topk = 2560;
   EXPECT_EQ(why(long_topk, "s16n64x4m1p2b1"), "ok");  // 80 KB of rows in a 146 KB ring
   // A pooled row may take other tokens' CTAs: partials even with one CTA per token.
-  DsaTiling pooled_unsplit;
-  ASSERT_TRUE(DsaTiling::parse("s1n64x4m1p2b1", &pooled_unsplit).is_ok());
-  EXPECT_EQ(v2.workspace_bytes(contest(8), pooled_unsplit), 4096 + 8 * 16 * 2 * 4 + size_t(8) * 16 * 512 * 4);
-  for (const char* other : {"dsa_decode.v1_splitk.bf16", "dsa_decode.floor_gather.bf16"}) {
-    DsaTiling t;
-    ASSERT_TRUE(DsaTiling::parse("s16n64x2m4b1", &t).is_ok());
-    EXPECT_FALSE(find_kernel_as<DsaKernel>(other)->validate(contest(8), t, h200).is_ok()) << other;
-  }
+  EXPECT_EQ(workspace_of(v2, contest(8), "s1n64x4m1p2b1", h200), 4096 + 8 * 16 * 2 * 4 + size_t(8) * 16 * 512 * 4);
+  for (const char* other : {"dsa_decode.v1_splitk.bf16", "dsa_decode.floor_gather.bf16"})
+    EXPECT_FALSE(find_kernel_as<DsaKernel>(other)->check(contest(8), "s16n64x2m4b1", h200).is_ok()) << other;
   // Split rows keep their partials in the workspace; one CTA per row needs none.
-  EXPECT_EQ(v2.workspace_bytes(contest(128), v2.default_tiling(contest(128), h200)), 0u);
-  EXPECT_GT(v2.workspace_bytes(contest(8), v2.default_tiling(contest(8), h200)), size_t(8) * 16 * 16 * 512 * 4);
+  EXPECT_EQ(workspace_of(v2, contest(128), v2.default_tiling(contest(128), h200), h200), 0u);
+  EXPECT_GT(workspace_of(v2, contest(8), v2.default_tiling(contest(8), h200), h200), size_t(8) * 16 * 16 * 512 * 4);
 }
 
 // One workspace serves every plan of the op in turn: the counters of the single-launch kernel sit
@@ -372,35 +377,30 @@ TEST(DsaWorkspace, NoKernelPutsPartialsOnTheCounters) {
   for (int t = 1; t <= 256; ++t)
     for (const DsaKernel* k : {&v1(), &v2}) {
       const DsaProblem p = contest(t);
-      const DsaTiling tiling = k->default_tiling(p, h200);
-      const size_t bytes = k->workspace_bytes(p, tiling);
+      const size_t bytes = workspace_of(*k, p, k->default_tiling(p, h200), h200);
       if (bytes > 0) EXPECT_GT(bytes, 4096u) << k->info().key << " T=" << t;  // the region, then partials
     }
   DsaProblem big = contest(600);
-  DsaTiling t;
-  ASSERT_TRUE(DsaTiling::parse("s2n64x4m1p2", &t).is_ok());
+  const std::string t = "s2n64x4m1p2";
   DeviceFacts huge = h200;
   huge.num_sms = 4096;  // co-residency would allow it: the counter region does not
-  const Status s = v2.validate(big, t, huge);
+  const Status s = v2.check(big, t, huge);
   EXPECT_NE(s.message().find("counter region, which holds 512 blocks of 16 heads; got T=600 x 1"),
             std::string::npos) << s.message();
   DsaProblem wide = contest(100);  // 100 tokens x 8 head groups: 800 counted blocks
   wide.num_heads = 128;
-  EXPECT_NE(v2.validate(wide, t, huge).message().find("got T=100 x 8"), std::string::npos);
+  EXPECT_NE(v2.check(wide, t, huge).message().find("got T=100 x 8"), std::string::npos);
   wide.num_tokens = 64;
-  EXPECT_TRUE(v2.validate(wide, t, huge).is_ok());
+  EXPECT_TRUE(v2.check(wide, t, huge).is_ok());
 }
 
 TEST(V1SplitK, RejectsTheSingleLaunchFields) {
-  DsaTiling t;
-  ASSERT_TRUE(DsaTiling::parse("s16n64x2m4p2", &t).is_ok());
-  const Status s = v1().validate(contest(8), t, device("H200"));
-  EXPECT_NE(s.message().find("leave p, g, w, h, c and b out"), std::string::npos) << s.message();
+  const Status s = v1().check(contest(8), "s16n64x2m4p2", device("H200"));
+  EXPECT_NE(s.message().find("unexpected 'p2'"), std::string::npos) << s.message();
 }
 
 // A plan for the H200 of the table (no GPU needed): what tests of dsa_run start from.
-DsaPlan dry_plan(const DsaProblem& p, const DsaTiling* tiling = nullptr,
-                 const std::string& kernel_key = "") {
+DsaPlan dry_plan(const DsaProblem& p, const std::string& tiling = "", const std::string& kernel_key = "") {
   static const DeviceFacts h200 = device("H200");
   DsaPlanOptions o;
   o.device_facts = &h200;
@@ -413,8 +413,7 @@ DsaPlan dry_plan(const DsaProblem& p, const DsaTiling* tiling = nullptr,
 }
 
 TEST(Run, BadTensorsAreReportedBeforeAnyLaunch) {
-  const DsaTiling tiling{32, 64, 2, 4};
-  const DsaPlan plan = dry_plan(contest(1), &tiling, "dsa_decode.v1_splitk.bf16");
+  const DsaPlan plan = dry_plan(contest(1), "s32n64x2m4", "dsa_decode.v1_splitk.bf16");
   const size_t need = plan.workspace_bytes();
   ASSERT_EQ(need, 4096 + size_t(1) * 32 * 16 * 514 * 4);
   DsaTensors x;
@@ -455,12 +454,10 @@ TEST(Run, BadTensorsAreReportedBeforeAnyLaunch) {
 TEST(Plan, ASplitLongerThanTheCompactionCannotBePlanned) {
   DsaProblem p = contest(1);
   p.topk = 4096;
-  DsaTiling tiling;
-  ASSERT_TRUE(DsaTiling::parse("s1n64x2m4", &tiling).is_ok());
   const DeviceFacts h200 = device("H200");
   DsaPlanOptions o;
   o.device_facts = &h200;
-  o.tiling = &tiling;
+  o.tiling = "s1n64x2m4";
   o.kernel_key = "dsa_decode.v1_splitk.bf16";
   DsaPlan plan;
   const Status s = dsa_plan(p, o, &plan);
@@ -474,7 +471,7 @@ TEST(Plan, ASplitLongerThanTheCompactionCannotBePlanned) {
 TEST(Plan, OnlyThePlannerMakesAPlan) {
   // No aggregate initialization, no public fields: the accessors are all there is.
   static_assert(!std::is_aggregate_v<DsaPlan>);
-  static_assert(!std::is_constructible_v<DsaPlan, DsaProblem, std::string, DsaTiling, size_t>);
+  static_assert(!std::is_constructible_v<DsaPlan, DsaProblem, std::string, std::string, size_t>);
   const DsaPlan empty;
   EXPECT_TRUE(empty.empty());
   DsaTensors x;
@@ -491,11 +488,11 @@ TEST(Plan, RecordsKernelTilingWorkspaceAndDevice) {
   EXPECT_EQ(plan.device(), -1);  // planned for facts, not a live device
   EXPECT_EQ(plan.device_name(), "NVIDIA H200");
   EXPECT_EQ(plan.tiling(), v2.default_tiling(contest(8), device("H200")));
-  EXPECT_EQ(plan.tiling().name(), "s16n64x4m1p4");
-  EXPECT_EQ(plan.workspace_bytes(), v2.workspace_bytes(contest(8), plan.tiling()));
-  const DsaPlan v1_plan = dry_plan(contest(8), nullptr, "dsa_decode.v1_splitk.bf16");
+  EXPECT_EQ(plan.tiling(), "s16n64x4m1p4");
+  EXPECT_EQ(plan.workspace_bytes(), workspace_of(v2, contest(8), plan.tiling(), device("H200")));
+  const DsaPlan v1_plan = dry_plan(contest(8), "", "dsa_decode.v1_splitk.bf16");
   EXPECT_EQ(v1_plan.tiling(), v1().default_tiling(contest(8), device("H200")));
-  EXPECT_EQ(v1_plan.workspace_bytes(), v1().workspace_bytes(contest(8), v1_plan.tiling()));
+  EXPECT_EQ(v1_plan.workspace_bytes(), workspace_of(v1(), contest(8), v1_plan.tiling(), device("H200")));
 }
 
 TEST(Plan, ProblemFirstThenKernelThenArch) {

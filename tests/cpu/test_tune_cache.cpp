@@ -18,6 +18,7 @@
 #include "plan/dsa/contract.h"
 #include "runtime/planner.h"
 #include "runtime/registry.h"
+#include "kernels/dsa_decode/v1_splitk/tiling.h"
 #include "runtime/tune_cache.h"
 #include "workbench/dsa/bench.h"
 #include "workbench/op_bench_impl.h"
@@ -61,7 +62,7 @@ DsaProblem problem_with_tokens(int t) {
   return p;
 }
 
-TuneEntry entry(const std::string& device, const std::string& bucket, const DsaTiling& t, double us) {
+TuneEntry entry(const std::string& device, const std::string& bucket, const dsa_v1::Tiling& t, double us) {
   TuneEntry e;
   e.device = device;
   e.kernel_key = "dsa_decode.v1_splitk.bf16";
@@ -141,7 +142,7 @@ TEST(TuneCacheFile, SaveLoadRoundTrip) {
   ASSERT_EQ(d.entries().size(), 3u);
   const TuneEntry* e = d.find({"NVIDIA H200", "dsa_decode.v1_splitk.bf16", "T8.h16.ckv512.kpe64.ps64.k2048"});
   ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->tiling, (DsaTiling{8, 64, 3, 8}).name());
+  EXPECT_EQ(e->tiling, (dsa_v1::Tiling{8, 64, 3, 8}).name());
   EXPECT_DOUBLE_EQ(e->median_us, 14.25);
   EXPECT_DOUBLE_EQ(e->default_us, 15.25);
   EXPECT_EQ(e->suite, "dsa-contest");
@@ -231,7 +232,7 @@ TEST_F(TunedTilingTest, FindsTheEntryOfTheProblemsBucket) {
 
   std::string t;
   ASSERT_TRUE(tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(5), &t).is_ok());
-  EXPECT_EQ(t, (DsaTiling{8, 64, 3, 8}).name());
+  EXPECT_EQ(t, (dsa_v1::Tiling{8, 64, 3, 8}).name());
   // Another bucket, device or kernel: kNotFound with the key in the message.
   Status st = tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(4), &t);
   EXPECT_EQ(st.code(), Code::kNotFound);
@@ -298,7 +299,7 @@ TEST_F(TunedTilingTest, ConcurrentLookupsAgree) {
         const int t = 1 << ((i + k) % 9);
         std::string out;
         if (!tuned("NVIDIA H200", "dsa_decode.v1_splitk.bf16", problem_with_tokens(t), &out).is_ok() ||
-            out != (DsaTiling{t, 64, 2, 4}).name())
+            out != (dsa_v1::Tiling{t, 64, 2, 4}).name())
           ++wrong;
       }
     });
@@ -320,14 +321,14 @@ TEST_F(TunedTilingTest, ThePlannerUsesAValidTunedTilingAndIgnoresAnInvalidOne) {
   o.kernel_key = "dsa_decode.v1_splitk.bf16";  // the entries above are v1's
   DsaPlan plan;
   ASSERT_TRUE(dsa_plan(problem_with_tokens(8), o, &plan).is_ok());
-  EXPECT_EQ(plan.tiling().name(), "s8n64x1m8");
+  EXPECT_EQ(plan.tiling(), "s8n64x1m8");
   ASSERT_TRUE(dsa_plan(problem_with_tokens(1), o, &plan).is_ok());
-  EXPECT_EQ(plan.tiling().name(), "s32n64x2m4");  // the kernel's default for T=1
+  EXPECT_EQ(plan.tiling(), "s32n64x2m4");  // the kernel's default for T=1
 }
 
 // --- tuner helpers (a test double kernel; no GPU) -----------------------------------------------
 
-class FakeKernel : public DsaKernel {
+class FakeKernel : public VariantKernel<DsaProblem, dsa_v1::Tiling> {
  public:
   FakeKernel() {
     info_.key = "dsa_decode.fake.bf16";
@@ -338,24 +339,24 @@ class FakeKernel : public DsaKernel {
     info_.description = "a test double";
   }
   const KernelInfo& info() const override { return info_; }
-  std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
-    std::vector<DsaTiling> out;
+  std::vector<dsa_v1::Tiling> tilings(const DsaProblem& p) const override {
+    std::vector<dsa_v1::Tiling> out;
     for (int s = 1; s <= 32; s *= 2)
       for (int stages : {1, 2}) out.push_back({s, 64, stages, 4});
     if (p.num_tokens >= 4) out.push_back({64, 64, 1, 4});  // only in the larger problems' space
     return out;
   }
-  DsaTiling default_tiling(const DsaProblem&, const DeviceFacts&) const override { return {4, 64, 2, 4}; }
-  Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts&) const override {
+  dsa_v1::Tiling default_for(const DsaProblem&, const DeviceFacts&) const override { return {4, 64, 2, 4}; }
+  Status validate(const DsaProblem& p, const dsa_v1::Tiling& t, const DeviceFacts&) const override {
     if (t.num_splits * p.num_tokens > 64)
       return Status::unsupported("grid of " + std::to_string(t.num_splits * p.num_tokens) +
                                  " CTAs exceeds this double's 64");
     if (t.num_splits == 1 && t.stages == 2) return Status::unsupported("one split needs one stage here");
     return Status::ok();
   }
-  size_t workspace_bytes(const DsaProblem&, const DsaTiling&) const override { return 0; }
-  std::string explain(const DsaProblem&, const DsaTiling&) const override { return ""; }
-  Status launch(const DsaProblem&, const DsaTiling&, const DsaTensors&, void*, cudaStream_t) const override {
+  size_t workspace(const DsaProblem&, const dsa_v1::Tiling&) const override { return 0; }
+  std::string describe(const DsaProblem&, const dsa_v1::Tiling&) const override { return ""; }
+  Status run(const DsaProblem&, const dsa_v1::Tiling&, const DsaTensors&, void*, cudaStream_t) const override {
     return Status::unsupported("the test double does not launch");
   }
 
@@ -387,9 +388,9 @@ PlanTarget h200_target(const KernelEntry& k) {
   return target;
 }
 
-DsaTiling tiling_of(const TilingChoice& c) {
-  DsaTiling t;
-  EXPECT_TRUE(DsaTiling::parse(c.tiling, &t).is_ok()) << c.tiling;
+dsa_v1::Tiling tiling_of(const TilingChoice& c) {
+  dsa_v1::Tiling t;
+  EXPECT_TRUE(dsa_v1::Tiling::parse(c.tiling, &t).is_ok()) << c.tiling;
   return t;
 }
 
@@ -401,7 +402,7 @@ TEST(TunerEnumerate, MergesSpacesDropsDuplicatesAndGivesReasons) {
   int valid = 0;
   for (const TilingChoice& c : choices) {
     valid += c.valid();
-    const DsaTiling t = tiling_of(c);
+    const dsa_v1::Tiling t = tiling_of(c);
     if (t.num_splits == 1 && t.stages == 2) {
       EXPECT_EQ(c.skip_reason, "T=5: one split needs one stage here");
     }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "mlakit/device.h"
+#include "kernels/dsa_decode/v2_fp8/tiling.h"
 #include "mlakit/dsa.h"
 #include "runtime/planner.h"
 #include "runtime/registry.h"
@@ -226,8 +227,9 @@ TEST_P(DsaV2Heads, MatchesReferenceSplitOrNot) {
     if (fp8 && !wide && (how.find("w1") != std::string::npos || how.find("h32") != std::string::npos))
       continue;  // mma.sync at 16 heads per CTA, or h64
     if (wide && heads % 64 != 0) continue;  // h64 takes whole blocks of 64 heads
-    DsaTiling parsed;
-    ASSERT_TRUE(DsaTiling::parse(tiling, &parsed).is_ok()) << tiling;
+    // Both kernels' names share these fields; v2_fp8's tiling type also has the cluster merge.
+    dsa_v2_fp8::Tiling parsed;
+    ASSERT_TRUE(dsa_v2_fp8::Tiling::parse(tiling, &parsed).is_ok()) << tiling;
     // v2_fp8: one bulk copy per 656-byte row by a producer warpgroup, or with h64 16-byte loads
     // into the registers of the producers that dequantize the rows (g3).
     if (fp8) {

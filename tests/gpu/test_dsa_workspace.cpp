@@ -88,8 +88,8 @@ void run_and_check(const DsaPlan& plan, const DsaWorkload& w, const Inputs& in, 
   ASSERT_EQ(cudaMemcpy(lse.data(), t.lse, lse.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   const CompareReport o = compare_contest_bf16(out.data(), in.ref.output.data(), int64_t(out.size()));
   const CompareReport l = compare_contest(lse.data(), in.ref.lse.data(), int64_t(rows), Tolerance{}, true);
-  EXPECT_TRUE(o.ok()) << plan.kernel_key() << " " << plan.tiling().name() << " output: " << o.summary();
-  EXPECT_TRUE(l.ok()) << plan.kernel_key() << " " << plan.tiling().name() << " lse: " << l.summary();
+  EXPECT_TRUE(o.ok()) << plan.kernel_key() << " " << plan.tiling() << " output: " << o.summary();
+  EXPECT_TRUE(l.ok()) << plan.kernel_key() << " " << plan.tiling() << " lse: " << l.summary();
 }
 
 // The counter region of the workspace is all zero.
@@ -145,11 +145,9 @@ TEST(DsaWorkspace, EveryCallLeavesTheCountersZeroAndServesTheNextPlan) {
     ASSERT_NE(w, suite.workloads.end()) << c.workload;
     Inputs in;
     ASSERT_NO_FATAL_FAILURE(in.prepare(*w, seed, std::string(c.suite).find("fp8") != std::string::npos));
-    DsaTiling tiling;
-    if (*c.tiling) ASSERT_TRUE(DsaTiling::parse(c.tiling, &tiling).is_ok()) << c.tiling;
     DsaPlanOptions o;
     o.kernel_key = c.kernel;
-    o.tiling = *c.tiling ? &tiling : nullptr;
+    o.tiling = c.tiling;
     DsaPlan plan;
     const Status s = dsa_plan(w->problem, o, &plan);
     ASSERT_TRUE(s.is_ok()) << s.to_string();

@@ -19,7 +19,6 @@ std::string dsa_shape_bucket(const DsaProblem& problem);
 
 template <>
 struct OpContract<DsaProblem> {
-  using Tiling = DsaTiling;
   using Tensors = DsaTensors;
   static constexpr const char* kOp = "dsa_decode";
   static constexpr const char* kPlanFunction = "dsa_plan";

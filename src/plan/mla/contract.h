@@ -16,7 +16,6 @@ std::string mla_shape_bucket(const MlaProblem& problem);
 
 template <>
 struct OpContract<MlaProblem> {
-  using Tiling = MlaTiling;
   using Tensors = MlaTensors;
   static constexpr const char* kOp = "mla_decode";
   static constexpr const char* kPlanFunction = "mla_plan";

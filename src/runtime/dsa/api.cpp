@@ -98,7 +98,7 @@ Status dsa_run(const DsaPlan& plan, const DsaTensors& x, void* workspace, size_t
   DsaTensors t;
   MLAKIT_RETURN_IF_ERROR(resolve_strides(plan.problem(), x, &t));
   MLAKIT_RETURN_IF_ERROR(DsaPlanner::check_runnable(plan));
-  return DsaPlanner::kernel(plan).launch(plan.problem(), plan.tiling(), t, workspace, stream);
+  return DsaPlanner::launch(plan, t, workspace, stream);
 }
 
 Status dsa_check_indices(const DsaProblem& problem, const int32_t* sparse_indices,

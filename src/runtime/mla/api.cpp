@@ -54,7 +54,7 @@ Status mla_run(const MlaPlan& plan, const MlaTensors& x, void* workspace, size_t
   MlaTensors t;
   MLAKIT_RETURN_IF_ERROR(mla_layout::resolve_strides(plan.problem(), x, &t));
   MLAKIT_RETURN_IF_ERROR(MlaPlanner::check_runnable(plan));
-  return MlaPlanner::kernel(plan).launch(plan.problem(), plan.tiling(), t, workspace, stream);
+  return MlaPlanner::launch(plan, t, workspace, stream);
 }
 
 Status mla_check_inputs(const MlaProblem& problem, const int32_t* block_table, int64_t block_table_stride_b,

@@ -17,7 +17,8 @@ namespace mlakit::dsa_h64 {
 
 // The CTA on `dev`: its shared-memory plan under the per-block limit and kThreads x `registers`
 // (the instance's need) in the register file; else the tiling rejected with the shortfall.
-inline Status check_fits(const DsaTiling& t, const DeviceFacts& dev, int registers) {
+template <class T>
+Status check_fits(const T& t, const DeviceFacts& dev, int registers) {
   if (kSmemBytes > size_t(dev.smem_per_block_optin))
     return dsa_ring::reject(t, "shared-memory plan " + format_kb(kSmemBytes) +
                                    " (Q 72 KB + P 8 KB + 4 bf16 stages x 36 KB) exceeds the " +

@@ -7,10 +7,6 @@
 
 namespace mlakit::dsa_ring {
 
-Status reject(const DsaTiling& t, const std::string& why) {
-  return Status::unsupported("tiling " + t.name() + ": " + why);
-}
-
 Status check_problem(const std::string& variant, const DsaProblem& p, int max_topk, const std::vector<int>& heads) {
   if (std::find(heads.begin(), heads.end(), p.num_heads) == heads.end())
     return Status::unsupported(variant + " runs " + or_list(heads) + " heads; got num_heads=" +
@@ -30,30 +26,30 @@ std::string heads_note(const DsaProblem& p, int cta_heads) {
                     : std::string();
 }
 
-Status check_counted_blocks(const DsaProblem& p, const DsaTiling& t) {
-  if (t.num_splits <= 1 || head_blocks(p) <= dsa_workspace::kMaxCountedTokens) return Status::ok();
-  return reject(t, "split rows count their CTAs in the workspace's counter region, which holds " +
+std::string counted_blocks_shortfall(const DsaProblem& p, const RingTiling& t) {
+  if (t.num_splits <= 1 || head_blocks(p) <= dsa_workspace::kMaxCountedTokens) return std::string();
+  return "split rows count their CTAs in the workspace's counter region, which holds " +
                        std::to_string(dsa_workspace::kMaxCountedTokens) + " blocks of " + std::to_string(kCtaHeads) +
                        " heads; got T=" + std::to_string(p.num_tokens) + " x " + std::to_string(head_groups(p)) +
-                       " (use num_splits = 1)");
+                       " (use num_splits = 1)";
 }
 
-Status check_split(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev, int max_splits,
-                   bool co_resident, int ctas_per_sm, int groups) {
+std::string split_shortfall(const DsaProblem& p, const RingTiling& t, const DeviceFacts& dev, int max_splits,
+                            bool co_resident, int ctas_per_sm, int groups) {
   if (t.num_splits < 1 || t.num_splits > max_splits)
-    return reject(t, "num_splits (CTAs per row) must be in [1, " + std::to_string(max_splits) + "]; got " +
-                         std::to_string(t.num_splits));
+    return "num_splits (CTAs per row) must be in [1, " + std::to_string(max_splits) + "]; got " +
+                         std::to_string(t.num_splits);
   if (t.block_n < kStageRows || t.block_n % kStageRows != 0)
-    return reject(t, "block_n (least slots per split) must be a positive multiple of " +
-                         std::to_string(kStageRows) + "; got " + std::to_string(t.block_n));
+    return "block_n (least slots per split) must be a positive multiple of " +
+                         std::to_string(kStageRows) + "; got " + std::to_string(t.block_n);
   const long long ctas = (long long)t.num_splits * p.num_tokens * groups;
   const long long fit = (long long)(dev.num_sms > 0 ? dev.num_sms : 0) * ctas_per_sm;
   if (co_resident && t.num_splits > 1 && ctas > fit)
-    return reject(t, "the CTAs of a split row wait for each other, so all " + std::to_string(ctas) + " (" +
+    return "the CTAs of a split row wait for each other, so all " + std::to_string(ctas) + " (" +
                          std::to_string(t.num_splits) + " x T=" + std::to_string(p.num_tokens) +
                          (groups > 1 ? " x " + std::to_string(groups) + " head groups" : std::string()) +
-                         ") must be resident at once; " + dev.describe() + " holds " + std::to_string(fit));
-  return Status::ok();
+                         ") must be resident at once; " + dev.describe() + " holds " + std::to_string(fit);
+  return std::string();
 }
 
 int default_splits(const DsaProblem& p, const DeviceFacts& dev, int max_splits, int min_rows, int groups) {
@@ -69,16 +65,6 @@ std::string or_list(const std::vector<int>& values) {
   for (size_t i = 0; i < values.size(); ++i)
     s += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::to_string(values[i]);
   return s;
-}
-
-std::vector<DsaTiling> ring_search_space(int max_splits, const std::vector<int>& gathers,
-                                         const std::vector<Pipe>& pipes) {
-  std::vector<DsaTiling> out;
-  for (int s = 1; s <= max_splits; s *= 2)
-    for (int rows : {32, 64, 128})
-      for (const Pipe& pipe : pipes)
-        for (int g : gathers) out.push_back(DsaTiling{s, rows, pipe.stages, 1, pipe.producers, g, 0});
-  return out;
 }
 
 }  // namespace mlakit::dsa_ring

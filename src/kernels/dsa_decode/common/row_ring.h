@@ -26,7 +26,7 @@ using kernels::kStageRows;
 using kernels::Pipe;
 
 // How a producer warp moves a row (ckv 1024 B | kpe 128 B -> one smem row); the values are
-// DsaTiling::gather. kHybrid: one bulk copy for ckv and the warp's 16-byte cp.async for kpe (4
+// tilings' g field. kHybrid: one bulk copy for ckv and the warp's 16-byte cp.async for kpe (4
 // rows per instruction); kBulk: two cp.async.bulk copies through the copy engine; kCpAsync:
 // 16-byte cp.async by the whole warp; kLdg (gather floor only): 16-byte loads into registers by
 // every warp, no shared memory at all.

@@ -48,7 +48,7 @@ struct Params {
   int32_t* slots;        // h64 only: [T x gridDim.x, topk] each CTA's compacted slots
 };
 
-// How a tile's products are computed (the values are DsaTiling::mma): bf16 mma.sync m16n8k16 with
+// How a tile's products are computed (the values are the tilings' w field): bf16 mma.sync m16n8k16 with
 // the 16 heads of a warpgroup as M (h16, h32), or wgmma with the 64 heads of a CTA as M (h64).
 enum class Mma { kSync = 0, kWgmma = 1 };
 

@@ -9,6 +9,7 @@
 #include "base/format.h"
 #include "kernels/dsa_decode/common/ring_plan.h"
 #include "kernels/dsa_decode/floor_gather/launch.h"
+#include "kernels/dsa_decode/floor_gather/tiling.h"
 #include "kernels/dsa_decode/floor_gather/traits.h"
 
 namespace mlakit::dsa_floor {
@@ -17,10 +18,9 @@ namespace {
 constexpr int kMaxSplits = 64;
 constexpr int kDefaultMinRows = 64;
 
-Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
+Status check_instance(const Tiling& t, const DeviceFacts& dev) {
   using dsa_ring::reject;
-  if (t.merge_head_groups != 1 || t.mma != 0 || t.cta_heads != 16 || t.cluster != 0 || t.pool != 0)
-    return reject(t, "the floor does no math and merges nothing: m must be 1, w 0, h 16, c 0 and b 0");
+  if (t.merge_head_groups != 1) return reject(t, "the floor merges nothing: m must be 1");
   if (t.gather < 0 || t.gather > int(Gather::kLdg))
     return reject(t, "g (gather) must be 0 (bulk ckv + cp.async kpe), 1 (bulk), 2 (cp.async) or 3 (register "
                      "loads); got " + std::to_string(t.gather));
@@ -34,7 +34,7 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
   return Status::ok();
 }
 
-class FloorGather final : public DsaKernel {
+class FloorGather final : public VariantKernel<DsaProblem, Tiling> {
  public:
   const KernelInfo& info() const override {
     static const KernelInfo k{"dsa_decode.floor_gather.bf16", "dsa_decode", "floor_gather", "bf16", dsa_ring::head_counts(),
@@ -44,24 +44,25 @@ class FloorGather final : public DsaKernel {
     return k;
   }
 
-  std::vector<DsaTiling> search_space(const DsaProblem&) const override {
-    return dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid), int(Gather::kBulk), int(Gather::kCpAsync)});
+  std::vector<Tiling> tilings(const DsaProblem&) const override {
+    return dsa_ring::ring_search_space<Tiling>(kMaxSplits,
+                                               {int(Gather::kHybrid), int(Gather::kBulk), int(Gather::kCpAsync)});
   }
 
-  DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
-    return DsaTiling{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows), kDefaultMinRows, kPairedPipe.stages, 1,
-                     kPairedPipe.producers, int(Gather::kHybrid), 0};
+  Tiling default_for(const DsaProblem& p, const DeviceFacts& dev) const override {
+    return dsa_ring::ring_tiling<Tiling>(dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows), kDefaultMinRows,
+                                         kPairedPipe, int(Gather::kHybrid));
   }
 
-  Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
+  Status validate(const DsaProblem& p, const Tiling& t, const DeviceFacts& dev) const override {
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem("floor_gather", p, t.gather == int(Gather::kLdg) ? kLdgMaxTopk : kMaxTopk));
     MLAKIT_RETURN_IF_ERROR(check_instance(t, dev));
     return dsa_ring::check_split(p, t, dev, kMaxSplits, /*co_resident=*/false, kCtasPerSm);
   }
 
-  size_t workspace_bytes(const DsaProblem&, const DsaTiling&) const override { return 0; }
+  size_t workspace(const DsaProblem&, const Tiling&) const override { return 0; }
 
-  std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
+  std::string describe(const DsaProblem& p, const Tiling& t) const override {
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s %s: grid %d x %d, %s", info().key.c_str(), t.name().c_str(), t.num_splits,
                   p.num_tokens,
@@ -72,8 +73,8 @@ class FloorGather final : public DsaKernel {
     return buf;
   }
 
-  Status launch(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x, void*,
-                cudaStream_t stream) const override {
+  Status run(const DsaProblem& p, const Tiling& t, const DsaTensors& x, void*,
+             cudaStream_t stream) const override {
     const Params a = dsa_ring::ring_params<Params>(p, t, x);
     return cuda_status(dsa_floor::launch(a, Pipe{t.stages, t.producers}, Gather(t.gather), stream),
                        info().key + " launch");

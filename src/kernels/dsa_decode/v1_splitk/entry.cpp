@@ -13,6 +13,7 @@
 #include "base/format.h"
 #include "kernels/common/resources.h"
 #include "kernels/dsa_decode/v1_splitk/launch.h"
+#include "kernels/dsa_decode/v1_splitk/tiling.h"
 #include "kernels/dsa_decode/v1_splitk/traits.h"
 
 namespace mlakit::dsa_v1 {
@@ -21,10 +22,10 @@ namespace {
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 // Slots per split, rounded up to whole tiles; the launch uses ceil(topk / split_len) splits.
-int split_len(const DsaProblem& p, const DsaTiling& t) {
+int split_len(const DsaProblem& p, const Tiling& t) {
   return ceil_div(ceil_div(p.topk, t.num_splits), kBlockN) * kBlockN;
 }
-int effective_splits(const DsaProblem& p, const DsaTiling& t) { return ceil_div(p.topk, split_len(p, t)); }
+int effective_splits(const DsaProblem& p, const Tiling& t) { return ceil_div(p.topk, split_len(p, t)); }
 int max_splits(const DsaProblem& p) { return std::max(1, ceil_div(p.topk, kBlockN)); }
 
 // "1, 2 or 3"
@@ -63,7 +64,7 @@ int registers_needed(int stages, const DeviceFacts& dev) {
   return attr.numRegs;
 }
 
-Status reject(const DsaTiling& t, const std::string& why) {
+Status reject(const Tiling& t, const std::string& why) {
   return Status::unsupported("tiling " + t.name() + ": " + why);
 }
 
@@ -78,9 +79,7 @@ Status check_problem(const DsaProblem& p) {
 }
 
 // Shared memory per CTA and per SM, the instantiation, registers: what one CTA needs of the SM.
-Status check_resources(const DsaTiling& t, const DeviceFacts& dev) {
-  if (t.producers != 1 || t.gather != 0 || t.mma != 0 || t.cta_heads != 16 || t.cluster != 0 || t.pool != 0)
-    return reject(t, "v1_splitk has no producer warps, gather, MMA, merge or pooling choices: leave p, g, w, h, c and b out");
+Status check_resources(const Tiling& t, const DeviceFacts& dev) {
   if (t.block_n != kBlockN)
     return reject(t, "v1_splitk tiles 64 slots (one n8 column tile of S per warp); block_n=" +
                          std::to_string(t.block_n));
@@ -108,7 +107,7 @@ Status check_resources(const DsaTiling& t, const DeviceFacts& dev) {
 }
 
 // How the tiling cuts topk into splits, and the merge of the splits.
-Status check_splits(const DsaProblem& p, const DsaTiling& t) {
+Status check_splits(const DsaProblem& p, const Tiling& t) {
   if (t.num_splits < 1 || t.num_splits > max_splits(p))
     return reject(t, "num_splits must be in [1, " + std::to_string(max_splits(p)) + "] (topk " +
                          std::to_string(p.topk) + " in " + std::to_string(kBlockN) + "-slot tiles); got " +
@@ -125,7 +124,7 @@ Status check_splits(const DsaProblem& p, const DsaTiling& t) {
   return Status::ok();
 }
 
-class V1SplitK final : public DsaKernel {
+class V1SplitK final : public VariantKernel<DsaProblem, Tiling> {
  public:
   const KernelInfo& info() const override {
     static const KernelInfo k{"dsa_decode.v1_splitk.bf16", "dsa_decode", "v1_splitk", "bf16", {kHeads},
@@ -136,18 +135,18 @@ class V1SplitK final : public DsaKernel {
     return k;
   }
 
-  std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
-    std::vector<DsaTiling> out;
+  std::vector<Tiling> tilings(const DsaProblem& p) const override {
+    std::vector<Tiling> out;
     for (int splits = 1; splits <= max_splits(p); splits *= 2)
       for (int stages : planned_stages())
         for (int groups : {4, 8}) {
           if (splits == 1 && groups != 4) continue;  // no merge kernel: the field is unused
-          out.push_back(DsaTiling{splits, kBlockN, stages, groups});
+          out.push_back(Tiling{splits, kBlockN, stages, groups});
         }
     return out;
   }
 
-  DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
+  Tiling default_for(const DsaProblem& p, const DeviceFacts& dev) const override {
     // Aim at about one CTA per SM: splits = the power of two nearest below SMs / T, within
     // [the fewest splits a CTA's 2048-slot compaction allows, one 64-slot tile per split].
     const int min_splits = ceil_div(p.topk, kMaxSplitSlots);
@@ -155,20 +154,20 @@ class V1SplitK final : public DsaKernel {
     int splits = 1;
     while (splits * 2 * p.num_tokens <= sms) splits *= 2;
     splits = std::clamp(splits, min_splits, max_splits(p));
-    return DsaTiling{splits, kBlockN, kDefaultStages, kMergeMinHeadGroups};
+    return Tiling{splits, kBlockN, kDefaultStages, kMergeMinHeadGroups};
   }
 
-  Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
+  Status validate(const DsaProblem& p, const Tiling& t, const DeviceFacts& dev) const override {
     MLAKIT_RETURN_IF_ERROR(check_problem(p));
     MLAKIT_RETURN_IF_ERROR(check_resources(t, dev));
     return check_splits(p, t);
   }
 
-  size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
+  size_t workspace(const DsaProblem& p, const Tiling& t) const override {
     return dsa_v1::workspace_bytes(p.num_tokens, effective_splits(p, t));
   }
 
-  std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
+  std::string describe(const DsaProblem& p, const Tiling& t) const override {
     const int splits = effective_splits(p, t);
     char buf[512];
     std::snprintf(buf, sizeof buf,
@@ -179,12 +178,12 @@ class V1SplitK final : public DsaKernel {
                   splits > 1 ? ("merge kernel grid " + std::to_string(p.num_tokens) + " x " +
                                 std::to_string(t.merge_head_groups) + " (PDL)").c_str()
                              : "fused epilogue, no merge",
-                  format_kb(workspace_bytes(p, t)).c_str());
+                  format_kb(workspace(p, t)).c_str());
     return buf;
   }
 
-  Status launch(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x, void* workspace,
-                cudaStream_t stream) const override {
+  Status run(const DsaProblem& p, const Tiling& t, const DsaTensors& x, void* workspace,
+             cudaStream_t stream) const override {
     const int splits = effective_splits(p, t);
     Params a{};
     a.io = x;

@@ -1,5 +1,5 @@
 // Registry entries of dsa_decode.v2_fp8.fp8 (the FP8-cache decode) and dsa_decode.floor_fp8.fp8
-// (its gather floor: the same kernel with Work::kStreamOnly). Tiling fields (DsaTiling) as
+// (its gather floor: the same kernel with Work::kStreamOnly). Tiling fields (Tiling) as
 // v2_fused's: num_splits = CTAs per row, block_n = least slots per split, stages = 32-row raw ring
 // stages, p = producer warps (4: one warpgroup); m = 1 (in-kernel merge), g = 1 (one bulk copy
 // per 656-byte row), w = 0 (mma.sync); c = 1: a split row merges inside a thread-block cluster of
@@ -20,6 +20,7 @@
 #include "kernels/common/resources.h"
 #include "kernels/dsa_decode/common/ring_plan.h"
 #include "kernels/dsa_decode/v2_fp8/launch.h"
+#include "kernels/dsa_decode/v2_fp8/tiling.h"
 #include "kernels/dsa_decode/v2_fp8/traits.h"
 #include "kernels/dsa_decode/common/h64_host.h"
 #include "kernels/dsa_decode/common/h64_traits.h"
@@ -52,16 +53,17 @@ constexpr int kH64MinTokenHeads = 1024;
 constexpr int kH64MinTokenHeads128 = 768;
 constexpr int h64_min_token_heads(int heads) { return heads >= 128 ? kH64MinTokenHeads128 : kH64MinTokenHeads; }
 
-bool is_h64(const DsaTiling& t) { return t.cta_heads == kH64Heads; }
-DsaTiling h64_tiling(int splits, int min_rows) {
-  DsaTiling t{splits, min_rows, kH64Pipe.stages, 1, kH64Pipe.producers, kH64Gather, int(dsa_split::Mma::kWgmma)};
+bool is_h64(const Tiling& t) { return t.cta_heads == kH64Heads; }
+Tiling h64_tiling(int splits, int min_rows) {
+  Tiling t = dsa_ring::ring_tiling<Tiling>(splits, min_rows, kH64Pipe, kH64Gather);
+  t.mma = int(dsa_split::Mma::kWgmma);
   t.cta_heads = kH64Heads;
   return t;
 }
 
 // Registers per thread of an instance: the compiled kernel's on a live device (read once per
 // instance), else the documented need.
-int registers_needed(const DsaTiling& t, Work work, const DeviceFacts& dev) {
+int registers_needed(const Tiling& t, Work work, const DeviceFacts& dev) {
   const int documented = is_h64(t) ? dsa_h64::kDocumentedRegisters : kDocumentedRegisters;
   if (!dev.live) return documented;
   static std::array<std::atomic<int>, std::size(kFp8Pipes) * 4 + 1> known{};
@@ -90,10 +92,9 @@ std::string compiled_pipes() {
   return pipes;
 }
 
-Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
+Status check_instance(const Tiling& t, Work work, const DeviceFacts& dev) {
   using dsa_ring::reject;
   if (t.merge_head_groups != 1) return reject(t, "v2_fp8 merges in the kernel: m must be 1; got " + std::to_string(t.merge_head_groups));
-  if (t.pool != 0) return reject(t, "b (pooled rows) must be 0: v2_fp8 keeps each token's CTAs; got " + std::to_string(t.pool));
   if (is_h64(t)) {
     if (work != Work::kDecode) return reject(t, "h must be 16 for the gather floor: it moves each row once");
     if (t.stages != kH64Pipe.stages || t.producers != kH64Pipe.producers || t.gather != kH64Gather ||
@@ -124,7 +125,7 @@ Status check_instance(const DsaTiling& t, Work work, const DeviceFacts& dev) {
 
 // Both entries: the decode (kDecode) and the floor (kStreamOnly) differ in their info, their
 // workspace (the floor merges nothing) and the kernel they launch.
-class V2Fp8 final : public DsaKernel {
+class V2Fp8 final : public VariantKernel<DsaProblem, Tiling> {
  public:
   explicit V2Fp8(Work work) : work_(work) {}
 
@@ -143,9 +144,9 @@ class V2Fp8 final : public DsaKernel {
 
   // v2_fused's space, and for the decode every split count of 2..8 also with the cluster merge;
   // at 64 or 128 heads also the 64-head kernel at every split count.
-  std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
-    std::vector<DsaTiling> out = dsa_ring::ring_search_space(dsa_split::kMaxSplits, {kBulkGather},
-                                                             {std::begin(kFp8Pipes), std::end(kFp8Pipes)});
+  std::vector<Tiling> tilings(const DsaProblem& p) const override {
+    std::vector<Tiling> out = dsa_ring::ring_search_space<Tiling>(dsa_split::kMaxSplits, {kBulkGather},
+                                                                  {std::begin(kFp8Pipes), std::end(kFp8Pipes)});
     if (work_ != Work::kDecode) return out;
     const size_t n = out.size();
     for (size_t i = 0; i < n; ++i)
@@ -154,7 +155,7 @@ class V2Fp8 final : public DsaKernel {
         out.back().cluster = 1;
       }
     if (p.num_heads % kH64Heads == 0)
-      for (const DsaTiling& t : dsa_ring::ring_search_space(dsa_split::kMaxSplits, {kH64Gather}, {kH64Pipe}))
+      for (const Tiling& t : dsa_ring::ring_search_space<Tiling>(dsa_split::kMaxSplits, {kH64Gather}, {kH64Pipe}))
         out.push_back(h64_tiling(t.num_splits, t.block_n));
     return out;
   }
@@ -162,17 +163,18 @@ class V2Fp8 final : public DsaKernel {
   // The split count v2_fused would take, merged through global memory: the cluster merge lost at
   // every size where it was measured (the devlog's step 7); the tuner may still choose it.
   // At 64 or 128 heads from T x H >= h64_min_token_heads: the 64-head kernel (wgmma).
-  DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
+  Tiling default_for(const DsaProblem& p, const DeviceFacts& dev) const override {
     if (work_ == Work::kDecode && p.num_heads % kH64Heads == 0 &&
         p.num_tokens * p.num_heads >= h64_min_token_heads(p.num_heads))
       return h64_tiling(dsa_ring::default_splits(p, dev, dsa_split::kMaxSplits, kDefaultMinRows,
                                                  dsa_ring::head_groups(p, kH64Heads)),
                         kDefaultMinRows);
-    return DsaTiling{dsa_ring::default_splits(p, dev, dsa_split::kMaxSplits, kDefaultMinRows, groups(p)), kDefaultMinRows,
-                     kFp8DefaultPipe.stages, 1, kFp8DefaultPipe.producers, kBulkGather, int(dsa_split::Mma::kSync)};
+    return dsa_ring::ring_tiling<Tiling>(
+        dsa_ring::default_splits(p, dev, dsa_split::kMaxSplits, kDefaultMinRows, groups(p)), kDefaultMinRows,
+        kFp8DefaultPipe, kBulkGather);
   }
 
-  Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
+  Status validate(const DsaProblem& p, const Tiling& t, const DeviceFacts& dev) const override {
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem(info().variant, p, kMaxTopk));
     MLAKIT_RETURN_IF_ERROR(check_instance(t, work_, dev));
     if (p.num_heads % t.cta_heads != 0)
@@ -190,14 +192,14 @@ class V2Fp8 final : public DsaKernel {
                                  groups(p, t));
   }
 
-  size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
+  size_t workspace(const DsaProblem& p, const Tiling& t) const override {
     if (is_h64(t)) return dsa_h64::workspace_layout(p, t.num_splits).bytes;  // v2_fused's h64 layout
     return work_ == Work::kDecode && t.cluster == 0
                ? dsa_split::workspace_layout(dsa_ring::head_blocks(p), t.num_splits).bytes
                : 0;
   }
 
-  std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
+  std::string describe(const DsaProblem& p, const Tiling& t) const override {
     char buf[512];
     if (is_h64(t)) {
       std::snprintf(buf, sizeof buf,
@@ -208,7 +210,7 @@ class V2Fp8 final : public DsaKernel {
                     info().key.c_str(), t.name().c_str(), t.num_splits * groups(p, t), p.num_tokens,
                     dsa_ring::heads_note(p, kH64Heads).c_str(),
                     t.num_splits > 1 ? ", cooperative: split rows merge in-kernel through global memory" : "",
-                    format_kb(dsa_h64::kSmemBytes).c_str(), format_kb(workspace_bytes(p, t)).c_str());
+                    format_kb(dsa_h64::kSmemBytes).c_str(), format_kb(workspace(p, t)).c_str());
       return buf;
     }
     std::snprintf(buf, sizeof buf,
@@ -223,12 +225,12 @@ class V2Fp8 final : public DsaKernel {
                                    : ", cooperative: split rows merge in-kernel through global memory",
                   kWgs * kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
                   work_ == Work::kDecode ? "E4M3 bytes into mma.sync m16n8k16 fragments" : "no math (floor)",
-                  format_kb(workspace_bytes(p, t)).c_str());
+                  format_kb(workspace(p, t)).c_str());
     return buf;
   }
 
-  Status launch(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x, void* workspace,
-                cudaStream_t stream) const override {
+  Status run(const DsaProblem& p, const Tiling& t, const DsaTensors& x, void* workspace,
+             cudaStream_t stream) const override {
     Params a{dsa_ring::ring_params<dsa_split::Params>(p, t, x), p.page_size, page_shift_of(p.page_size)};
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     a.head_groups = groups(p, t);
@@ -250,7 +252,7 @@ class V2Fp8 final : public DsaKernel {
  private:
   // CTAs per (row, split): one per 16 heads (or 64 with h64) for the decode; the floor moves each
   // row once.
-  int groups(const DsaProblem& p, const DsaTiling& t) const { return groups(p, t.cta_heads); }
+  int groups(const DsaProblem& p, const Tiling& t) const { return groups(p, t.cta_heads); }
   int groups(const DsaProblem& p, int cta_heads = dsa_ring::kCtaHeads) const {
     return work_ == Work::kDecode ? dsa_ring::head_groups(p, cta_heads) : 1;
   }

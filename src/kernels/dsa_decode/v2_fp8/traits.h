@@ -48,7 +48,7 @@ constexpr Pipe kFp8Pipes[] = {{4, kProducerWarps}, {8, kProducerWarps}};
 constexpr Pipe kFp8DefaultPipe = {8, kProducerWarps};
 
 // Split rows merge through global memory (a workspace, a cooperative launch), or, with
-// DsaTiling::cluster, inside a thread-block cluster of a row's CTAs through distributed shared
+// the tiling's c field, inside a thread-block cluster of a row's CTAs through distributed shared
 // memory: at most the portable cluster size of CTAs.
 constexpr int kMaxClusterSplits = 8;
 

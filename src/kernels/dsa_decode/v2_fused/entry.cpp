@@ -1,5 +1,5 @@
 // Registry entry of dsa_decode.v2_fused.bf16: search space, default tiling, validation against
-// problem and device, --explain, and the launch. Tiling fields (DsaTiling): num_splits = CTAs per
+// problem and device, --explain, and the launch. Tiling fields (Tiling): num_splits = CTAs per
 // row (the grid's x), block_n = least slots per split, stages = 32-row ring stages, m = 1 (the
 // merge is in the kernel), p = producer warps, g = gather, w = MMA path, h = heads per CTA (16,
 // 32, or 64: its own kernel, h64.cuh), b = pooled rows (T <= 8, h16 and h32: row_ring.h). Sizes
@@ -21,6 +21,7 @@
 #include "kernels/dsa_decode/common/h64_host.h"
 #include "kernels/dsa_decode/common/h64_traits.h"
 #include "kernels/dsa_decode/v2_fused/launch.h"
+#include "kernels/dsa_decode/v2_fused/tiling.h"
 #include "kernels/dsa_decode/v2_fused/traits.h"
 
 namespace mlakit::dsa_v2 {
@@ -48,15 +49,15 @@ constexpr int kH16MaxTokenHeads = 256;
 // instance (step 41: pooling it lost ~4.5 us of prologue per CTA). b1 stays a tuner choice.
 
 // Consumer warpgroups per CTA: one per 16 heads of the tiling's h.
-int wgs_of(const DsaTiling& t) { return t.cta_heads / kHeads; }
+int wgs_of(const Tiling& t) { return t.cta_heads / kHeads; }
 
-Instance instance_of(const DsaTiling& t) {
+Instance instance_of(const Tiling& t) {
   return Instance{Pipe{t.stages, t.producers}, Gather(t.gather), Mma(t.mma), wgs_of(t), t.pool == 1};
 }
 
 // Registers per thread of an instance: the compiled kernel's when the facts are a live device's
 // (read once per instance), else the need traits.h documents for its MMA path.
-int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
+int registers_needed(const Tiling& t, const DeviceFacts& dev) {
   const int wgs = wgs_of(t);
   const auto documented = [&] {
     return wgs == kH64Blocks ? dsa_h64::kDocumentedRegisters : documented_registers(wgs, t.producers);
@@ -86,10 +87,9 @@ int registers_needed(const DsaTiling& t, const DeviceFacts& dev) {
 }
 
 // The compiled instance and what one CTA needs of an SM.
-Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
+Status check_instance(const Tiling& t, const DeviceFacts& dev) {
   using dsa_ring::reject;
   if (t.merge_head_groups != 1) return reject(t, "v2_fused merges in the kernel: m must be 1; got " + std::to_string(t.merge_head_groups));
-  if (t.cluster != 0) return reject(t, "v2_fused merges split rows through global memory: c must be 0; got " + std::to_string(t.cluster));
   if (t.cta_heads != 16 && t.cta_heads != 32 && t.cta_heads != dsa_h64::kCtaHeads)
     return reject(t, "h (heads per CTA) must be 16, 32 or 64; got " + std::to_string(t.cta_heads));
   if (t.cta_heads != dsa_h64::kCtaHeads) {
@@ -133,7 +133,7 @@ Status check_instance(const DsaTiling& t, const DeviceFacts& dev) {
 
 // Pooled rows: every CTA copies all T index rows (and T x warps counts) into its ring before the
 // first stage.
-Status check_pool(const DsaProblem& p, const DsaTiling& t) {
+Status check_pool(const DsaProblem& p, const Tiling& t) {
   if (p.num_tokens > dsa_ring::kMaxPoolTokens)
     return dsa_ring::reject(t, "b1 (pooled rows) reads every row in every CTA: at most " +
                                    std::to_string(dsa_ring::kMaxPoolTokens) + " tokens; got T=" +
@@ -150,12 +150,12 @@ Status check_pool(const DsaProblem& p, const DsaTiling& t) {
 
 // Whether `t` can run with pooled rows: the pooled kernel is compiled for its instance (x4p2, g0,
 // w0, h16 or h32) and the T index rows fit its ring.
-bool can_pool(const DsaProblem& p, DsaTiling t) {
+bool can_pool(const DsaProblem& p, Tiling t) {
   t.pool = 1;
   return is_pooled_instance(instance_of(t)) && check_pool(p, t).is_ok();
 }
 
-class V2Fused final : public DsaKernel {
+class V2Fused final : public VariantKernel<DsaProblem, Tiling> {
  public:
   const KernelInfo& info() const override {
     static const KernelInfo k{"dsa_decode.v2_fused.bf16", "dsa_decode", "v2_fused", "bf16", dsa_ring::head_counts(),
@@ -169,23 +169,23 @@ class V2Fused final : public DsaKernel {
   // The tuner's choices: splits, least rows per split, every compiled pipe, the two bulk gathers.
   // With 32 heads or more, also two consumer warpgroups per CTA (h32) over its compiled pipes; with
   // 64 or more, also the wgmma kernel of 64 heads per CTA (h64).
-  std::vector<DsaTiling> search_space(const DsaProblem& p) const override {
-    std::vector<DsaTiling> out = dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid), int(Gather::kBulk)});
+  std::vector<Tiling> tilings(const DsaProblem& p) const override {
+    std::vector<Tiling> out = dsa_ring::ring_search_space<Tiling>(kMaxSplits, {int(Gather::kHybrid), int(Gather::kBulk)});
     if (p.num_heads % 32 == 0)
-      for (DsaTiling t : dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kHybrid)},
-                                                     {std::begin(kWidePipes), std::end(kWidePipes)})) {
+      for (Tiling t : dsa_ring::ring_search_space<Tiling>(kMaxSplits, {int(Gather::kHybrid)},
+                                                          {std::begin(kWidePipes), std::end(kWidePipes)})) {
         t.cta_heads = 32;
         out.push_back(t);
       }
     // Each of those with pooled rows too where a batch has rows to pool.
     if (p.num_tokens >= 2 && p.num_tokens <= dsa_ring::kMaxPoolTokens)
       for (size_t i = 0, n = out.size(); i < n; ++i)
-        if (DsaTiling t = out[i]; can_pool(p, t)) {
+        if (Tiling t = out[i]; can_pool(p, t)) {
           t.pool = 1;
           out.push_back(t);
         }
     if (p.num_heads % dsa_h64::kCtaHeads != 0) return out;
-    for (DsaTiling t : dsa_ring::ring_search_space(kMaxSplits, {int(Gather::kCpAsync)}, {kH64Pipe})) {
+    for (Tiling t : dsa_ring::ring_search_space<Tiling>(kMaxSplits, {int(Gather::kCpAsync)}, {kH64Pipe})) {
       t.mma = int(Mma::kWgmma);
       t.cta_heads = dsa_h64::kCtaHeads;
       out.push_back(t);
@@ -197,23 +197,25 @@ class V2Fused final : public DsaKernel {
   // (h32), 0.66-0.72 x the time of one per 16 heads at T = 128 (the devlog's "More heads"); up to
   // T x H = kH16MaxTokenHeads one per CTA (h16), whose head groups spread over more SMs. From T x H
   // >= kH64MinTokenHeads at 64 or 128 heads: the wgmma kernel of 64 heads per CTA (h64).
-  DsaTiling default_tiling(const DsaProblem& p, const DeviceFacts& dev) const override {
+  Tiling default_for(const DsaProblem& p, const DeviceFacts& dev) const override {
     if (p.num_heads % dsa_h64::kCtaHeads == 0 && p.num_tokens * p.num_heads >= kH64MinTokenHeads) {
-      DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, dsa_h64::kCtaHeads)),
-                  kDefaultMinRows, kH64Pipe.stages, 1, kH64Pipe.producers, int(Gather::kCpAsync), int(Mma::kWgmma)};
+      const int splits =
+          dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, dsa_h64::kCtaHeads));
+      Tiling t = dsa_ring::ring_tiling<Tiling>(splits, kDefaultMinRows, kH64Pipe, int(Gather::kCpAsync));
+      t.mma = int(Mma::kWgmma);
       t.cta_heads = dsa_h64::kCtaHeads;
       return t;
     }
     const int cta_heads = p.num_heads % 32 == 0 && p.num_tokens * p.num_heads > kH16MaxTokenHeads ? 32 : kHeads;
     const Pipe pipe = cta_heads == kHeads ? kPairedPipe : kDefaultPipe;
-    DsaTiling t{dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, cta_heads)),
-                kDefaultMinRows,
-                pipe.stages, 1, pipe.producers, int(Gather::kHybrid), int(Mma::kSync)};
+    const int splits =
+        dsa_ring::default_splits(p, dev, kMaxSplits, kDefaultMinRows, dsa_ring::head_groups(p, cta_heads));
+    Tiling t = dsa_ring::ring_tiling<Tiling>(splits, kDefaultMinRows, pipe, int(Gather::kHybrid));
     t.cta_heads = cta_heads;
     return t;
   }
 
-  Status validate(const DsaProblem& p, const DsaTiling& t, const DeviceFacts& dev) const override {
+  Status validate(const DsaProblem& p, const Tiling& t, const DeviceFacts& dev) const override {
     MLAKIT_RETURN_IF_ERROR(dsa_ring::check_problem("v2_fused", p, kMaxTopk));
     MLAKIT_RETURN_IF_ERROR(check_instance(t, dev));
     if (p.num_heads % t.cta_heads != 0)
@@ -225,12 +227,12 @@ class V2Fused final : public DsaKernel {
                                  dsa_ring::head_groups(p, t.cta_heads));
   }
 
-  size_t workspace_bytes(const DsaProblem& p, const DsaTiling& t) const override {
+  size_t workspace(const DsaProblem& p, const Tiling& t) const override {
     if (t.cta_heads == dsa_h64::kCtaHeads) return dsa_h64::workspace_layout(p, t.num_splits).bytes;
     return workspace_layout(dsa_ring::head_blocks(p), t.num_splits, t.pool == 1).bytes;
   }
 
-  std::string explain(const DsaProblem& p, const DsaTiling& t) const override {
+  std::string describe(const DsaProblem& p, const Tiling& t) const override {
     const bool wide = t.cta_heads == dsa_h64::kCtaHeads;
     char split_note[160] = "";
     if (t.pool != 1 && t.num_splits > 1)
@@ -255,12 +257,12 @@ class V2Fused final : public DsaKernel {
                   t.mma == 0 ? "mma.sync m16n8k16"
                   : wide     ? "wgmma m64n32k16 (S) + m64n256k16 (O), 64 heads = M"
                              : "wgmma m64n16k16",
-                  format_kb(workspace_bytes(p, t)).c_str());
+                  format_kb(workspace(p, t)).c_str());
     return buf;
   }
 
-  Status launch(const DsaProblem& p, const DsaTiling& t, const DsaTensors& x, void* workspace,
-                cudaStream_t stream) const override {
+  Status run(const DsaProblem& p, const Tiling& t, const DsaTensors& x, void* workspace,
+             cudaStream_t stream) const override {
     Params a = dsa_ring::ring_params<Params>(p, t, x);
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     a.head_groups = dsa_ring::head_groups(p, t.cta_heads);

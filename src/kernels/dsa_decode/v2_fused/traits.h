@@ -21,7 +21,7 @@ using namespace mlakit::h16;
 // first of them also Q).
 template <int Producers, int Wgs = 1>
 constexpr int kThreadsFor = kConsumerThreads * Wgs + Producers * 32;
-// Heads per CTA: 16 per consumer warpgroup; a CTA of 32 heads (two warpgroups, DsaTiling::
+// Heads per CTA: 16 per consumer warpgroup; a CTA of 32 heads (two warpgroups, Tiling::
 // cta_heads) computes both head blocks from one gathered tile.
 // The ring pipes compiled with two consumer warpgroups (hybrid gather, mma.sync only): 288 or 320
 // threads, so the register cap is 224 or 204.

@@ -1,5 +1,5 @@
 // Registry entry of mla_decode.v1_paged.bf16: search space, default tiling, validation against
-// problem and device, --explain, and the launch. Tiling fields (MlaTiling): c = CTAs of the
+// problem and device, --explain, and the launch. Tiling fields (Tiling): c = CTAs of the
 // persistent grid, x = 32-row ring stages, p = producer warps, g = gather (bulk copies for 16 query
 // rows per CTA, 16-byte cp.async into the swizzle for 64), m = query rows per CTA (16: mma.sync
 // per 16-head block and position; 64: wgmma over 64 of a request's s_q x heads rows, m64.cuh),
@@ -20,12 +20,13 @@
 #include "kernels/common/resources.h"
 #include "kernels/mla_decode/v1_paged/launch.h"
 #include "kernels/mla_decode/v1_paged/m64_traits.h"
+#include "kernels/mla_decode/v1_paged/tiling.h"
 #include "kernels/mla_decode/v1_paged/traits.h"
 
 namespace mlakit::mla_v1 {
 namespace {
 
-Status reject(const MlaTiling& t, const std::string& why) {
+Status reject(const Tiling& t, const std::string& why) {
   return Status::invalid_argument("tiling " + t.name() + ": " + why);
 }
 
@@ -41,7 +42,7 @@ constexpr int kWideFromRowsWithMaps = 32;
 // on every 128-head and s_q 2 workload of mla-serving and tied elsewhere (devlog, "The seesaw").
 constexpr int kSeesaw = 1;
 
-bool wide(const MlaTiling& t) { return t.rows == kWideRows; }
+bool wide(const Tiling& t) { return t.rows == kWideRows; }
 
 
 // m64's gather 3: whole 32-row stages by tensor-map boxes (one 64-dim x 32-row box per block), for
@@ -59,23 +60,23 @@ bool encode_stage_maps(const MlaProblem& p, const MlaTensors& x, Params* a) {
                                64, kStageRows};
   return kernels::encode_paged_rows(ckv, &a->ckv_map) && kernels::encode_paged_rows(kpe, &a->kpe_map);
 }
-int groups_of(const MlaProblem& p, const MlaTiling& t) {
+int groups_of(const MlaProblem& p, const Tiling& t) {
   return wide(t) ? m64::groups_of(p.seq_q, p.num_heads) : p.seq_q * (p.num_heads / kHeadBlock);
 }
 // The tiling's CTAs per group, but no more than a group can have units (every request at the
 // block table's length): the rest could only compute the schedule and leave
 // (docs/knowledge/splits-and-merges.md). The cut is the same either way: it takes
 // min(CTAs, units) ranges.
-int ctas_per_group_of(const MlaProblem& p, const MlaTiling& t) {
+int ctas_per_group_of(const MlaProblem& p, const Tiling& t) {
   const int64_t most_units = int64_t(p.batch) * ((p.max_seqlen() + kUnitRows - 1) / kUnitRows + kRequestCost);
   return int(std::min<int64_t>(t.ctas / groups_of(p, t), std::max<int64_t>(most_units, 1)));
 }
-int threads_of(const MlaTiling& t) { return wide(t) ? m64::kThreads : kConsumerThreads + 32 * t.producers; }
-size_t smem_of(const MlaTiling& t) { return wide(t) ? m64::kSmemBytes : smem_bytes(t.stages); }
+int threads_of(const Tiling& t) { return wide(t) ? m64::kThreads : kConsumerThreads + 32 * t.producers; }
+size_t smem_of(const Tiling& t) { return wide(t) ? m64::kSmemBytes : smem_bytes(t.stages); }
 
 // Registers per thread of a pipe: the compiled kernel's on a live device (read once per pipe;
 // the attention kernel's, which bounds the floor's), else the documented need.
-int registers_needed(const MlaTiling& t, const DeviceFacts& dev) {
+int registers_needed(const Tiling& t, const DeviceFacts& dev) {
   if (wide(t)) {
     if (!dev.live) return m64::kDocumentedRegisters;
     static std::atomic<int> known_wide{0};
@@ -114,7 +115,7 @@ Status check_problem(const MlaProblem& p) {
   return Status::ok();
 }
 
-Status check_tiling(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& dev) {
+Status check_tiling(const MlaProblem& p, const Tiling& t, const DeviceFacts& dev) {
   if (wide(t)) {
     if (t.stages != m64::kStages || t.producers != m64::kProducers || (t.gather != 2 && t.gather != 3))
       return reject(t, "m64 (64 query rows per CTA) runs " + std::to_string(m64::kStages) +
@@ -151,7 +152,7 @@ Status check_tiling(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& 
 // kWork = kAttention: mla_decode.v1_paged.bf16; kStreamOnly: the op's gather floor,
 // mla_decode.floor_stream.bf16 (the same schedule, ring and hand-offs, no math, no output).
 template <Work kWork>
-class V1Paged final : public MlaKernel {
+class V1Paged final : public VariantKernel<MlaProblem, Tiling> {
  public:
   const KernelInfo& info() const override {
     static const KernelInfo attention{"mla_decode.v1_paged.bf16", "mla_decode", "v1_paged", "bf16",
@@ -168,10 +169,10 @@ class V1Paged final : public MlaKernel {
 
   // Grids of the common Hopper SM counts (validation drops those a device cannot hold), every
   // compiled pipe of 16 query rows per CTA and the 64-row path.
-  std::vector<MlaTiling> search_space(const MlaProblem&) const override {
-    std::vector<MlaTiling> out;
+  std::vector<Tiling> tilings(const MlaProblem&) const override {
+    std::vector<Tiling> out;
     for (int ctas : {132, 128, 114, 96, 66}) {
-      for (const Pipe& pipe : kPipes) out.push_back(MlaTiling{ctas, pipe.stages, pipe.producers, 1});
+      for (const Pipe& pipe : kPipes) out.push_back(Tiling{ctas, pipe.stages, pipe.producers, 1});
       for (int order : {kSeesaw, 0}) {
         out.push_back(wide_tiling(ctas, 2, order));
         out.push_back(wide_tiling(ctas, kTensorMapGather, order));
@@ -182,33 +183,33 @@ class V1Paged final : public MlaKernel {
 
   // The 64-row path's only pipe: 4 stages, a producer warpgroup; 16-byte cp.async (gather 2) or
   // tensor-map boxes (gather 3); the seesaw consumer pair unless `order` says lockstep.
-  static MlaTiling wide_tiling(int ctas, int gather = 2, int order = kSeesaw) {
-    MlaTiling t{ctas, m64::kStages, m64::kProducers, gather, kWideRows};
+  static Tiling wide_tiling(int ctas, int gather = 2, int order = kSeesaw) {
+    Tiling t{ctas, m64::kStages, m64::kProducers, gather, kWideRows};
     t.order = order;
     return t;
   }
 
   // One CTA per SM; 64 query rows per CTA (tensor-map stages where the pages allow them) from
   // kWideFromRows query rows per request, or kWideFromRowsWithMaps with tensor-map stages.
-  MlaTiling default_tiling(const MlaProblem& p, const DeviceFacts& dev) const override {
+  Tiling default_for(const MlaProblem& p, const DeviceFacts& dev) const override {
     const int ctas = std::min(kMaxCtas, dev.num_sms * kCtasPerSm);
     const int rows = p.seq_q * p.num_heads;
     const bool maps = stage_maps_apply(p);
     if (rows >= kWideFromRows || (maps && rows >= kWideFromRowsWithMaps))
       return wide_tiling(ctas, maps ? kTensorMapGather : 2);
-    return MlaTiling{ctas, kDefaultPipe.stages, kDefaultPipe.producers, 1};
+    return Tiling{ctas, kDefaultPipe.stages, kDefaultPipe.producers, 1};
   }
 
-  Status validate(const MlaProblem& p, const MlaTiling& t, const DeviceFacts& dev) const override {
+  Status validate(const MlaProblem& p, const Tiling& t, const DeviceFacts& dev) const override {
     MLAKIT_RETURN_IF_ERROR(check_problem(p));
     return check_tiling(p, t, dev);
   }
 
-  size_t workspace_bytes(const MlaProblem&, const MlaTiling& t) const override {
+  size_t workspace(const MlaProblem&, const Tiling& t) const override {
     return workspace_layout(t.ctas, t.rows).bytes;
   }
 
-  std::string explain(const MlaProblem& p, const MlaTiling& t) const override {
+  std::string describe(const MlaProblem& p, const Tiling& t) const override {
     const int groups = groups_of(p, t);
     char buf[1024];
     if (wide(t)) {
@@ -228,7 +229,7 @@ class V1Paged final : public MlaKernel {
                     t.gather != kTensorMapGather ? "16-byte cp.async gather"
                     : stage_maps_apply(p)         ? "tensor-map boxes per whole stage, 16-byte cp.async for a cut one"
                                                   : "16-byte cp.async gather (tensor maps need pages of a multiple of 32 rows)",
-                    format_kb(workspace_bytes(p, t)).c_str());
+                    format_kb(workspace(p, t)).c_str());
       return buf;
     }
     std::snprintf(buf, sizeof buf,
@@ -239,12 +240,12 @@ class V1Paged final : public MlaKernel {
                   "rows), bulk-copy gather, mma.sync m16n8k16; workspace %s",
                   info().key.c_str(), t.name().c_str(), ctas_per_group_of(p, t), groups, p.seq_q, p.num_heads / kHeadBlock,
                   t.whole, kConsumerWarps, t.producers, format_kb(smem_bytes(t.stages)).c_str(), t.stages, kStageRows,
-                  format_kb(workspace_bytes(p, t)).c_str());
+                  format_kb(workspace(p, t)).c_str());
     return buf;
   }
 
-  Status launch(const MlaProblem& p, const MlaTiling& t, const MlaTensors& x, void* workspace,
-                cudaStream_t stream) const override {
+  Status run(const MlaProblem& p, const Tiling& t, const MlaTensors& x, void* workspace,
+             cudaStream_t stream) const override {
     Params a{};
     a.io = x;
     a.batch = p.batch;
