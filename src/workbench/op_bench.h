@@ -114,12 +114,10 @@ class BenchSuite {
 // no value, 1 when given), or a named choice (`--kv fp8`: the index of the value in `choices`, whose
 // first is the default). A name is the same kind, with the same choices, for every op that has it.
 //
-// A choice that flavours suites is also an option of verify, bench and tune: a value past the
-// first reads the suite "<suite>-<value>" instead of <suite> (`--kv fp8 --suite dsa-contest` reads
-// dsa-contest-fp8), so an op's suites of one format and its flavours' stay one list of names and
-// a format is picked the same way for one shape and for a suite. An integer can flavour suites
-// too (`--heads 64 --suite dsa-serving` reads dsa-serving-h64); the flavours of several options
-// follow each other in the order the op declares them (dsa-serving-h64-fp8).
+// An option that flavours suites is also an option of verify, bench and tune, whose value reaches
+// the op's suite with the suite's name (SuiteRequest): `--kv fp8 --suite dsa-contest` is every
+// dsa-contest workload on the FP8 cache, `--heads 64` every one with 64 query heads, so a format
+// or a head count is picked the same way for one shape and for a suite.
 struct ShapeOption {
   std::string name;  // "t" for --t
   long long lo = 0, hi = 0;
@@ -127,21 +125,29 @@ struct ShapeOption {
   std::string help;  // "number of tokens"
   bool flag = false;
   std::vector<std::string> choices = {};  // a named choice: its values, the default first
-  bool flavours_suites = false;      // picks "<suite>-<prefix><value>" on verify, bench and tune
-  // A flavour's part of a suite name is "-" + flavour_prefix + value ("-fp8", "-h64"); an integer
-  // option (no choices) that flavours suites names the plain suite with `fallback` (--heads 16).
-  std::string flavour_prefix = {};
-  long long fallback = 0;
+  bool flavours_suites = false;           // also an option of verify, bench and tune (SuiteRequest)
+  // An integer option that flavours suites: the values the suites come in, the default first
+  // ({16, 32, 64, 128} for --heads). A named choice's are its choices.
+  std::vector<long long> suite_values = {};
 };
 using ShapeArgs = std::map<std::string, long long>;  // the options given, by name (a flag: 1)
+
+// A suite as verify, bench and tune ask for it: one of the op's suites and the values of the
+// options that flavour it, by name ({"heads": 64} for --heads 64, {"kv": 1} for --kv fp8: a
+// choice's index); an option left out takes its default.
+struct SuiteRequest {
+  std::string name;  // "dsa-serving"
+  ShapeArgs flavours;
+};
 
 class OpBench {
  public:
   virtual ~OpBench() = default;
   virtual const std::string& name() const = 0;  // "dsa_decode", the KernelInfo::op of its kernels
   virtual std::vector<std::string> suite_names() const = 0;
-  // Same (name, seed): the same workloads. Unknown name: kNotFound listing the known ones.
-  virtual Status make_suite(const std::string& name, uint64_t seed,
+  // Same (request, seed): the same workloads. An unknown name: kNotFound listing the known ones;
+  // a flavour that is not one of the op's options, or out of its range: kInvalidArgument.
+  virtual Status make_suite(const SuiteRequest& request, uint64_t seed,
                             std::unique_ptr<BenchSuite>* out) const = 0;
   // A FlashInfer-Trace dataset's workloads; kUnsupported for ops without a trace reader.
   virtual Status load_trace(const std::string& dir, const std::string& definition, uint64_t seed,
@@ -164,20 +170,21 @@ const OpBench* op_bench_of_suite(const std::string& suite);
 std::string op_names();
 std::string suite_names_of_all_ops();
 
-// Suite flavours (ShapeOption::flavours_suites): a suite's name is the plain suite's, then the
-// part each flavour option adds, in the order the op declares them ("dsa-serving-h64-fp8").
-// The options of `op` that flavour suites, in that order.
+// The options of `op` that flavour suites (ShapeOption::flavours_suites), in its order.
 std::vector<const ShapeOption*> flavour_options(const OpBench& op);
-// The value of an option that adds nothing: its first choice, or an integer's fallback.
-std::string plain_flavour(const ShapeOption& option);
-// Whether `value` can be an integer flavour option's value: 1 to 9 decimal digits.
-bool is_whole_number(const std::string& value);
-// The part of a suite name that `value` adds: "" for the plain value, else "-<prefix><value>".
-std::string flavour_suffix(const ShapeOption& option, const std::string& value);
-// `suite` without its flavour parts; `values` (when not null) gets the value of each part found.
-std::string split_flavours(const OpBench& op, const std::string& suite, std::map<std::string, std::string>* values);
-// " dsa-contest dsa-serving dsa-edge, each also -h32|-h64|-h128 (--heads), then -fp8 (--kv)": the
-// plain suites and the flavours their names can carry.
+// Ok, or why `request` is no suite of `op`: an unknown name (kNotFound listing the op's suites),
+// a flavour the op does not have or a value its suites do not come in (kInvalidArgument naming
+// the option).
+Status check_suite_request(const OpBench& op, const SuiteRequest& request);
+// The values `option` flavours suites with, the default first: a named choice's indices, else
+// its suite_values.
+std::vector<long long> flavour_values(const ShapeOption& option);
+// Every suite of `op` in every combination of its flavours, the plain suites first.
+std::vector<SuiteRequest> every_suite_request(const OpBench& op);
+// "dsa-serving", "dsa-serving --heads 64 --kv fp8": how titles, records and messages name it.
+std::string suite_label(const OpBench& op, const SuiteRequest& request);
+// " dsa-contest dsa-serving dsa-edge (--heads 16|32|64|128, --kv bf16|fp8)": the op's suites
+// and the options that flavour them, the default first.
 std::string suite_summary(const OpBench& op);
 
 }  // namespace mlakit

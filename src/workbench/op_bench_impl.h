@@ -10,7 +10,8 @@
 //     Status check(cudaStream_t);                       // optional: the op's checked mode
 //   static constexpr const char* kProfileKernels;       // --prof ncu's default kernel filter
 //   static std::vector<std::string> suite_names();
-//   static Status make_suite(const std::string& name, uint64_t seed, std::vector<Workload>*);
+//   static Status make_suite(const std::string& name, const ShapeArgs& flavours, uint64_t seed,
+//                            std::vector<Workload>*);   // flavours: checked against shape_options()
 //   static Status load_trace(const std::string& dir, const std::string& definition, uint64_t seed,
 //                            std::vector<Workload>*);   // kUnsupported without a trace reader
 //   static const std::vector<ShapeOption>& shape_options();
@@ -221,11 +222,12 @@ class OpBenchT final : public OpBench {
   const std::string& name() const override { return name_; }
   std::vector<std::string> suite_names() const override { return Op::suite_names(); }
 
-  Status make_suite(const std::string& name, uint64_t seed,
+  Status make_suite(const SuiteRequest& request, uint64_t seed,
                     std::unique_ptr<BenchSuite>* out) const override {
+    MLAKIT_RETURN_IF_ERROR(check_suite_request(*this, request));
     std::vector<Workload> w;
-    MLAKIT_RETURN_IF_ERROR(Op::make_suite(name, seed, &w));
-    *out = std::make_unique<OpSuite<Op>>("suite " + name, std::move(w));
+    MLAKIT_RETURN_IF_ERROR(Op::make_suite(request.name, request.flavours, seed, &w));
+    *out = std::make_unique<OpSuite<Op>>("suite " + suite_label(*this, request), std::move(w));
     return Status::ok();
   }
 

@@ -51,92 +51,84 @@ std::vector<const ShapeOption*> flavour_options(const OpBench& op) {
   return options;
 }
 
-std::string plain_flavour(const ShapeOption& option) {
-  return option.choices.empty() ? std::to_string(option.fallback) : option.choices.front();
-}
-
-std::string flavour_suffix(const ShapeOption& option, const std::string& value) {
-  if (value == plain_flavour(option)) return std::string();
-  std::string part = "-";
-  part += option.flavour_prefix;
-  part += value;
-  return part;
-}
-
-bool is_whole_number(const std::string& v) {
-  return !v.empty() && v.size() < 10 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 namespace {
 
-// Strips `option`'s part from the end of `name`, setting `value`; false when there is none.
-bool strip_flavour(const ShapeOption& option, std::string* name, std::string* value) {
-  const size_t dash = name->rfind('-');
-  if (dash == std::string::npos || dash == 0) return false;
-  const std::string part = name->substr(dash + 1);
-  if (part.compare(0, option.flavour_prefix.size(), option.flavour_prefix) != 0) return false;
-  const std::string v = part.substr(option.flavour_prefix.size());
-  const bool known = option.choices.empty()
-                         ? is_whole_number(v)
-                         : std::find(option.choices.begin() + 1, option.choices.end(), v) != option.choices.end();
-  if (!known) return false;
-  *value = v;
-  name->resize(dash);
-  return true;
+// "16|32|64|128", "bf16|fp8": the values `option` flavours suites with, the default first.
+std::string alternatives(const ShapeOption& option) {
+  std::string out;
+  for (const long long v : flavour_values(option)) {
+    if (!out.empty()) out += '|';
+    out += option.choices.empty() ? std::to_string(v) : option.choices[size_t(v)];
+  }
+  return out;
 }
 
 }  // namespace
 
-std::string split_flavours(const OpBench& op, const std::string& suite, std::map<std::string, std::string>* values) {
-  std::string base = suite;
-  const std::vector<const ShapeOption*> options = flavour_options(op);
-  for (auto it = options.rbegin(); it != options.rend(); ++it) {
-    std::string value;
-    if (strip_flavour(**it, &base, &value) && values != nullptr) (*values)[(*it)->name] = value;
+Status check_suite_request(const OpBench& op, const SuiteRequest& request) {
+  const std::vector<std::string> names = op.suite_names();
+  if (std::find(names.begin(), names.end(), request.name) == names.end()) {
+    std::string known;
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    return Status::not_found("unknown suite '" + request.name + "'; " + op.name() + " suites: " + known);
   }
-  return base;
+  const std::vector<const ShapeOption*> options = flavour_options(op);
+  for (const auto& [name, value] : request.flavours) {
+    const auto o = std::find_if(options.begin(), options.end(), [&](const ShapeOption* x) { return x->name == name; });
+    if (o == options.end())
+      return Status::invalid_argument("--" + name + ": not an option of " + op.name() + " suites");
+    const std::vector<long long> values = flavour_values(**o);
+    if (std::find(values.begin(), values.end(), value) == values.end())
+      return Status::invalid_argument("--" + name + ": " + op.name() + " suites come in " + alternatives(**o) +
+                                      ", got " + std::to_string(value));
+  }
+  return Status::ok();
+}
+
+std::vector<long long> flavour_values(const ShapeOption& option) {
+  if (option.choices.empty()) return option.suite_values;
+  std::vector<long long> values;
+  for (size_t i = 0; i < option.choices.size(); ++i) values.push_back((long long)i);
+  return values;
+}
+
+std::vector<SuiteRequest> every_suite_request(const OpBench& op) {
+  std::vector<SuiteRequest> requests;
+  for (const std::string& name : op.suite_names()) requests.push_back({name, {}});
+  for (const ShapeOption* o : flavour_options(op)) {
+    std::vector<SuiteRequest> more;
+    for (const long long v : flavour_values(*o))
+      for (const SuiteRequest& r : requests) {
+        SuiteRequest f = r;
+        f.flavours[o->name] = v;
+        more.push_back(std::move(f));
+      }
+    requests = std::move(more);
+  }
+  return requests;
+}
+
+std::string suite_label(const OpBench& op, const SuiteRequest& request) {
+  std::string label = request.name;
+  for (const ShapeOption* o : flavour_options(op)) {
+    const auto v = request.flavours.find(o->name);
+    if (v == request.flavours.end()) continue;
+    const bool choice = !o->choices.empty() && v->second >= 0 && v->second < (long long)o->choices.size();
+    if (choice && v->second == 0) continue;  // the default format says nothing
+    label += " --" + o->name + " " + (choice ? o->choices[size_t(v->second)] : std::to_string(v->second));
+  }
+  return label;
 }
 
 std::string suite_summary(const OpBench& op) {
-  std::vector<std::string> plain;
-  std::map<std::string, std::vector<std::string>> parts;  // option -> the parts seen, in order
-  for (const std::string& s : op.suite_names()) {
-    std::map<std::string, std::string> values;
-    const std::string base = split_flavours(op, s, &values);
-    if (std::find(plain.begin(), plain.end(), base) == plain.end()) plain.push_back(base);
-    for (const ShapeOption* o : flavour_options(op)) {
-      const auto v = values.find(o->name);
-      if (v == values.end()) continue;
-      std::vector<std::string>& seen = parts[o->name];
-      const std::string part = flavour_suffix(*o, v->second);
-      if (std::find(seen.begin(), seen.end(), part) == seen.end()) seen.push_back(part);
-    }
-  }
   std::string out;
-  for (const std::string& p : plain) {
-    out += ' ';
-    out += p;
-  }
-  std::string flavours;
+  for (const std::string& s : op.suite_names()) out += " " + s;
+  std::string options;
   for (const ShapeOption* o : flavour_options(op)) {
-    const auto seen = parts.find(o->name);
-    if (seen == parts.end()) continue;
-    std::string alternatives;
-    for (const std::string& part : seen->second) {
-      if (!alternatives.empty()) alternatives += '|';
-      alternatives += part;
-    }
-    if (!flavours.empty()) flavours += ", then ";
-    flavours += alternatives;
-    flavours += " (--";
-    flavours += o->name;
-    flavours += ')';
+    options += options.empty() ? " (" : ", ";
+    options += "--" + o->name + " " + alternatives(*o);
   }
-  if (!flavours.empty()) {
-    out += ", each also ";
-    out += flavours;
-  }
-  return out;
+  return options.empty() ? out : out + options + ")";
 }
 
 }  // namespace mlakit

@@ -19,6 +19,7 @@ namespace {
 struct TuneRun {
   const KernelEntry& kernel;
   const TuneOptions& o;
+  const OpBench& op;
   const BenchSuite& suite;
   const PlanTarget& target;
   BenchSession* session;  // null in a dry run
@@ -143,7 +144,7 @@ Status decide(const TuneRun& r, size_t workloads, TuneBucketResult* br) {
     return Status::ok();
   }
   TuneEntry e{key.device, key.kernel_key, key.bucket, br->winner, br->winner_us, br->default_us,
-              r.o.suite, r.o.seed, int(workloads), git_revision(), utc_timestamp()};
+              suite_label(r.op, r.o.suite), r.o.seed, int(workloads), git_revision(), utc_timestamp()};
   r.cache.put(e);
   MLAKIT_RETURN_IF_ERROR(r.cache.save(r.report.cache_path));
   reload_tune_cache();
@@ -269,11 +270,11 @@ Status tune(const KernelEntry& kernel, const TuneOptions& o, TuneReport* report)
   MLAKIT_RETURN_IF_ERROR(o.dry_run ? plan_target(kernel, o.device, &target) : plan_target(kernel, -1, &target));
   report->device = target.facts().name;
   if (o.log)
-    o.log("tune " + kernel.info().key + " on " + target.facts().describe() + ", suite " + o.suite + ", seed " +
-          std::to_string(o.seed) + (o.dry_run ? " (dry run)" : ""));
+    o.log("tune " + kernel.info().key + " on " + target.facts().describe() + ", suite " + suite_label(*op, o.suite) +
+          ", seed " + std::to_string(o.seed) + (o.dry_run ? " (dry run)" : ""));
   std::unique_ptr<BenchSession> session;
   if (!o.dry_run) session = suite->open_session(o.seed);
-  const TuneRun run{kernel, o, *suite, target, session.get(), cache, *report};
+  const TuneRun run{kernel, o, *op, *suite, target, session.get(), cache, *report};
   const std::vector<BucketGroup> groups = group_by_bucket(*suite);
   for (size_t g = 0; g < groups.size(); ++g) {
     TuneBucketResult br;

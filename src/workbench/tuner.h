@@ -42,7 +42,7 @@ struct BucketGroup {
 std::vector<BucketGroup> group_by_bucket(const BenchSuite& suite);
 
 struct TuneOptions {
-  std::string suite = "dsa-contest";
+  SuiteRequest suite{"dsa-contest", {}};  // the suite and the values of its flavouring options
   uint64_t seed = 1;
   std::string cache_path;   // "" = default_tune_cache_path()
   TimingConfig timing;      // warm-up and iterations per (tiling, workload)

@@ -224,8 +224,8 @@ TEST(Cli, ProfNamesItsOptionOnce) {
 
 TEST(Cli, SuitesAndTracesAreCheckedFirst) {
   expect_usage_error("tune --suite nope",
-                     "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge, each also "
-                     "-h32|-h64|-h128 (--heads), then -fp8 (--kv); mla-serving mla-edge)");
+                     "--suite nope: no such suite (known: dsa-contest dsa-serving dsa-edge (--heads 16|32|64|128, "
+                     "--kv bf16|fp8); mla-serving mla-edge)");
   const Result r = cli("tune --suite nope --dry-run");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_EQ(r.output.find("tune dsa_decode"), std::string::npos) << r.output;  // no header before the error
@@ -356,8 +356,7 @@ TEST(Cli, ListShowsEveryKernelWithItsArch) {
   EXPECT_NE(r.output.find("dsa_decode.v1_splitk.bf16    dsa_decode  v1_splitk    bf16   16              sm_90a"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("dsa_decode  dsa-contest dsa-serving dsa-edge, each also -h32|-h64|-h128 (--heads), "
-                          "then -fp8 (--kv)"),
+  EXPECT_NE(r.output.find("dsa_decode  dsa-contest dsa-serving dsa-edge (--heads 16|32|64|128, --kv bf16|fp8)"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("mla_decode  mla-serving mla-edge"), std::string::npos) << r.output;
@@ -383,8 +382,8 @@ TEST(Cli, MlaDecodeShapeOptionsNameTheArgument) {
   EXPECT_EQ(first_error(r.output).rfind("mlakit: --b 65536 --t 1048576: the run needs about 72", 0), 0u) << r.output;
 }
 
-// --kv picks the cache format: one shape's on run, a suite's FP8 flavour on verify, bench and tune;
-// every mistake names --kv and exits 2 before anything runs.
+// --kv picks the cache format: one shape's on run, a suite's on verify, bench and tune; every
+// mistake names --kv and exits 2 before anything runs.
 TEST(Cli, KvNamesItselfInEveryMistake) {
   expect_usage_error("run --t 1 --kv FP8", "--kv: expected one of bf16, fp8, got 'FP8'");
   expect_usage_error("run --t 1 --kv", "option --kv needs a value");
@@ -396,36 +395,32 @@ TEST(Cli, KvNamesItselfInEveryMistake) {
   expect_usage_error("tune mla_decode.v1_paged.bf16 --suite mla-serving --kv fp8 --dry-run",
                      "--kv: not an option of mla_decode");
   expect_usage_error("verify --kv bf16 --suite dsa-contest-fp8",
-                     "--kv bf16: suite dsa-contest-fp8 is the fp8 flavour of dsa-contest; give --suite dsa-contest, "
-                     "or --kv fp8");
+                     "--suite dsa-contest-fp8: no such suite (known: dsa-contest dsa-serving dsa-edge (--heads "
+                     "16|32|64|128, --kv bf16|fp8); mla-serving mla-edge); a suite's flavours are options: --suite "
+                     "dsa-contest --heads ... --kv ...");
   expect_usage_error("bench --kv fp8 --trace somewhere",
                      "--kv fp8: a trace's workloads keep the format they are read in; give --suite");
   // A bf16 kernel and the FP8 cache: one error before any work, not one per workload.
   expect_usage_error("verify dsa_decode.v2_fused.bf16 --kv fp8",
                      "dsa_decode.v2_fused.bf16 runs bf16 caches with 16, 32, 64, 128 heads; no workload of suite "
-                     "dsa-contest-fp8 does (contest-00: ");
+                     "dsa-contest --kv fp8 does (contest-00: ");
   expect_usage_error("run dsa_decode.v1_splitk.bf16 --t 1 --kv fp8", "runs bf16 caches with 16 heads");
 }
 
-// --heads: one shape's head count on run; on verify, bench and tune a suite's head-count flavour
-// (dsa-serving-h64), which composes with --kv (dsa-serving-h64-fp8). Mistakes name --heads.
+// --heads: one shape's head count on run; on verify, bench and tune every workload of the suite
+// with that many heads, with --kv or without. Mistakes name --heads.
 TEST(Cli, HeadsPicksTheHeadCountOfAShapeAndTheFlavourOfASuite) {
   expect_usage_error("run --t 1 --heads 12", "--heads: expected one of 16, 32, 64, 128, got 12");
-  expect_usage_error("verify --heads 12 --suite dsa-edge",
-                     "--heads 12: no suite dsa-edge-h12 (dsa_decode suites: dsa-contest dsa-serving dsa-edge");
+  expect_usage_error("verify --heads 12 --suite dsa-edge", "--heads: dsa_decode suites come in 16|32|64|128, got 12");
   expect_usage_error("bench --heads two", "--heads: expected a whole number, got 'two'");
   expect_usage_error("verify --heads 32 --suite dsa-edge-h64",
-                     "--heads 32: suite dsa-edge-h64 is the h64 flavour of dsa-edge; give --suite dsa-edge-h32, "
-                     "or --heads 64");
-  expect_usage_error("verify --heads 16 --kv fp8 --suite dsa-edge-h64-fp8",
-                     "give --suite dsa-edge-fp8, or --heads 64");
+                     "a suite's flavours are options: --suite dsa-edge --heads ... --kv ...");
   expect_usage_error("bench --suite mla-edge --heads 32",
                      "--heads: not an option of mla_decode suites (ops whose suites take --heads: dsa_decode)");
   expect_usage_error("bench --heads 64 --trace somewhere", "--heads 64: a trace's workloads keep the format");
   const std::string edge_t1 = "(T=1 H=64 ckv=512 kpe=64 pages=1024 ps=64 topk=2048";
-  for (const char* args : {"verify --heads 64 --suite dsa-edge", "verify --suite dsa-edge-h64",
-                           "verify --suite dsa-edge-h64 --heads 64", "bench --heads=64 --kv fp8 --suite dsa-edge",
-                           "verify --kv fp8 --suite dsa-edge-h64", "verify --heads 64 --suite dsa-edge-fp8"}) {
+  for (const char* args : {"verify --heads 64 --suite dsa-edge", "verify --suite dsa-edge --heads 64",
+                           "bench --heads=64 --kv fp8 --suite dsa-edge", "verify --kv fp8 --heads 64 --suite dsa-edge"}) {
     const Result r = cli(args, "MLAKIT_HOST_MEMORY_LIMIT=1M");
     EXPECT_NE(r.output.find(edge_t1), std::string::npos) << args << "\n" << r.output;
     EXPECT_EQ(std::string(args).find("fp8") != std::string::npos, r.output.find(" kv=fp8") != std::string::npos)
@@ -436,17 +431,17 @@ TEST(Cli, HeadsPicksTheHeadCountOfAShapeAndTheFlavourOfASuite) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("shape T=2 H=128 ckv=512 kpe=64 pages=64 ps=64 topk=256"), std::string::npos) << r.output;
   const Result t = cli("tune --heads 32 --dry-run --quiet");
-  EXPECT_NE(t.output.find("dsa-contest-h32"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("suite dsa-contest --heads 32,"), std::string::npos) << t.output;
   EXPECT_EQ(t.code, 0) << t.output;
 }
 
 TEST(Cli, KvPicksTheFormatOfAShapeAndTheFlavourOfASuite) {
-  // A suite, or its flavour named directly (with --kv fp8 no conflict). A tiny host-memory limit
-  // stops each run before any work, naming the first workload and its shape (or, on a GPU machine
-  // without an fp8 kernel, the missing kernel and the shape).
+  // A suite on the FP8 cache, the default suite too. A tiny host-memory limit stops each run before
+  // any work, naming the first workload and its shape (or, on a GPU machine without an fp8
+  // kernel, the missing kernel and the shape).
   const std::string edge_t1 = "(T=1 H=16 ckv=512 kpe=64 pages=1024 ps=64 topk=2048";
-  for (const char* args : {"verify --kv fp8 --suite dsa-edge", "verify --suite dsa-edge-fp8 --kv fp8",
-                           "bench --kv=fp8 --suite dsa-edge", "bench --suite dsa-edge-fp8", "verify --kv fp8"}) {
+  for (const char* args : {"verify --kv fp8 --suite dsa-edge", "verify --suite dsa-edge --kv fp8",
+                           "bench --kv=fp8 --suite dsa-edge", "verify --kv fp8"}) {
     const Result r = cli(args, "MLAKIT_HOST_MEMORY_LIMIT=1M");
     const std::string first = std::string(args).find("edge") != std::string::npos ? edge_t1 : "(T=1 H=16";
     EXPECT_NE(r.output.find(first), std::string::npos) << args << "\n" << r.output;
@@ -464,9 +459,10 @@ TEST(Cli, KvPicksTheFormatOfAShapeAndTheFlavourOfASuite) {
     EXPECT_NE(r.output.find("CPU reference"), std::string::npos) << r.output;
   else
     EXPECT_NE(r.output.find(" ok"), std::string::npos) << r.output;
-  // tune: the flavour's first workload picks the kernel.
+  // tune: the suite's first workload on the FP8 cache picks the kernel.
   const Result t = cli("tune --kv fp8 --dry-run --quiet");
-  EXPECT_NE(t.output.find("dsa-contest-fp8"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("tune dsa_decode.v2_fp8.fp8 "), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("suite dsa-contest --kv fp8,"), std::string::npos) << t.output;
   EXPECT_EQ(t.code, 0) << t.output;
 }
 

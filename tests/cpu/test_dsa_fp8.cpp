@@ -407,23 +407,20 @@ TEST(DsaFp8Run, ABf16ProblemRefusesKvCache) {
 
 // ---- suites ----------------------------------------------------------------------------------------
 
-DsaSuite make_suite(const std::string& name, uint64_t seed = 3) {
+DsaSuite make_suite(const std::string& name, DsaKv kv = DsaKv::kBf16, uint64_t seed = 3) {
   DsaSuite s;
-  const Status st = make_dsa_suite(name, seed, &s);
+  const Status st = make_dsa_suite(name, seed, &s, 16, kv);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return s;
 }
 
-// The FP8 flavour of each bf16 suite: the same workloads first (name, uuid, sm_scale, indices, the
-// problem but kv), so the same bf16 values before quantization; dsa-edge-fp8 has its own after.
+// Each suite on the FP8 cache: the same workloads first (name, uuid, sm_scale, indices, the
+// problem but kv), so the same bf16 values before quantization; dsa-edge has FP8 edges after them.
 TEST(DsaFp8Suites, SameWorkloadsAsTheBf16SuitesWithKvFp8) {
-  const std::vector<std::string> names = dsa_suite_names();
   for (const char* base : {"dsa-contest", "dsa-serving", "dsa-edge"}) {
     SCOPED_TRACE(base);
-    const std::string flavour = std::string(base) + "-fp8";
-    EXPECT_EQ(std::count(names.begin(), names.end(), flavour), 1);
-    const DsaSuite bf16 = make_suite(base), fp8 = make_suite(flavour);
-    EXPECT_EQ(fp8.name, flavour);
+    const DsaSuite bf16 = make_suite(base), fp8 = make_suite(base, DsaKv::kFp8);
+    EXPECT_EQ(fp8.name, base);
     ASSERT_GE(fp8.workloads.size(), bf16.workloads.size());
     for (size_t i = 0; i < fp8.workloads.size(); ++i) {
       const DsaWorkload& f = fp8.workloads[i];
@@ -448,10 +445,10 @@ TEST(DsaFp8Suites, SameWorkloadsAsTheBf16SuitesWithKvFp8) {
   }
 }
 
-// What matters for the format is all in dsa-edge-fp8: padding anywhere, empty rows, T = 1, repeats,
+// What matters for the format is all in dsa-edge on the FP8 cache: padding anywhere, empty rows, T = 1, repeats,
 // out-of-range indices, page sizes 1, 16, 64 and 128, and the tiles of the scale rule.
 TEST(DsaFp8Suites, EdgeCoversTheFormat) {
-  const DsaSuite s = make_suite("dsa-edge-fp8");
+  const DsaSuite s = make_suite("dsa-edge", DsaKv::kFp8);
   std::set<std::string> names;
   std::set<int> page_sizes, tokens;
   int tile_workloads = 0, empty_rows = 0;
@@ -499,7 +496,7 @@ float scale_of(const uint8_t* row, int tile) {
   return s;
 }
 
-// The tiles of dsa-edge-fp8 (host_data.cpp): slot s by s % 16, tile (s / 16) % 4.
+// The tiles of dsa-edge's FP8 edges (host_data.cpp): slot s by s % 16, tile (s / 16) % 4.
 TEST(DsaFp8HostData, Fp8TilesHitTheScaleRulesCases) {
   DsaProblem p;
   p.num_pages = 16;
@@ -550,7 +547,7 @@ TEST(DsaFp8HostData, Fp8TilesHitTheScaleRulesCases) {
 // An FP8 workload's reference (the workbench's Inputs, no device) is dsa_reference on the
 // dequantized cache; a bf16 workload of the same name and shape reads the unquantized one.
 TEST(DsaFp8Inputs, TheReferenceRunsOnTheDequantizedCache) {
-  DsaSuite bf16 = make_suite("dsa-edge"), fp8 = make_suite("dsa-edge-fp8");
+  DsaSuite bf16 = make_suite("dsa-edge"), fp8 = make_suite("dsa-edge", DsaKv::kFp8);
   const DsaWorkload& wb = bf16.workloads[1];  // edge-pad-anywhere
   const DsaWorkload& wf = fp8.workloads[1];
   ASSERT_EQ(wf.name, "edge-pad-anywhere");
@@ -583,7 +580,7 @@ TEST(DsaFp8Inputs, TheReferenceRunsOnTheDequantizedCache) {
 // A session's footprint counts the FP8 rows it holds beside the bf16 caches until the upload.
 TEST(DsaFp8Inputs, TheFootprintCountsTheFp8Rows) {
   const WorkloadInfo b = DsaBench::describe(make_suite("dsa-contest").workloads[0]);
-  const WorkloadInfo f = DsaBench::describe(make_suite("dsa-contest-fp8").workloads[0]);
+  const WorkloadInfo f = DsaBench::describe(make_suite("dsa-contest", DsaKv::kFp8).workloads[0]);
   EXPECT_DOUBLE_EQ(f.host.bytes - b.host.bytes, 8462.0 * 64 * 656);
   EXPECT_NE(f.host.detail.find(" + FP8 rows "), std::string::npos) << f.host.detail;
   EXPECT_NE(f.host.shared_key, b.host.shared_key);

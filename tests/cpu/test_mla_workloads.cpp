@@ -216,7 +216,7 @@ TEST(MlaBenchShapes, OptionsErrorsAndFootprints) {
 TEST(MlaBenchShapes, SuitesFitTheHost) {
   for (const std::string& name : mla_bench().suite_names()) {
     std::unique_ptr<BenchSuite> s;
-    ASSERT_TRUE(mla_bench().make_suite(name, 1, &s).is_ok()) << name;
+    ASSERT_TRUE(mla_bench().make_suite({name, {}}, 1, &s).is_ok()) << name;
     std::vector<HostFootprint> each;
     for (size_t i = 0; i < s->size(); ++i) {
       EXPECT_LT(s->info(i).host.bytes, 2 * kGiB) << s->info(i).name;

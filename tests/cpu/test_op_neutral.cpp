@@ -178,7 +178,7 @@ struct ScaleBench {
 
   static constexpr const char* kProfileKernels = "scale_";
   static std::vector<std::string> suite_names() { return {"scale-tiny"}; }
-  static Status make_suite(const std::string& name, uint64_t, std::vector<ScaleWorkload>* out) {
+  static Status make_suite(const std::string& name, const ShapeArgs&, uint64_t, std::vector<ScaleWorkload>* out) {
     if (name != "scale-tiny") return Status::not_found("suite '" + name + "': known: scale-tiny");
     *out = {{"r1", {1, 4, 8}}, {"r3", {3, 4, 8}}, {"r4", {4, 4, 8}}, {"r16", {16, 4, 8}}};
     return Status::ok();
@@ -244,7 +244,7 @@ PlanTarget target_for(const KernelEntry& k) {
 
 OpSuite<ScaleBench> tiny_suite() {
   std::vector<ScaleWorkload> w;
-  EXPECT_TRUE(ScaleBench::make_suite("scale-tiny", 0, &w).is_ok());
+  EXPECT_TRUE(ScaleBench::make_suite("scale-tiny", {}, 0, &w).is_ok());
   return OpSuite<ScaleBench>("suite scale-tiny", w);
 }
 
@@ -411,7 +411,8 @@ TEST(OpNeutral, TheOpTableServesTheCli) {
   ASSERT_TRUE(op.make_shape({{"rows", 5}}, 1, &suite).is_ok());
   EXPECT_EQ(suite->title(), "shape R=5 H=4 W=8");
   EXPECT_EQ(op.load_trace("x", "", 1, &suite).code(), Code::kUnsupported);
-  EXPECT_EQ(op.make_suite("nope", 1, &suite).code(), Code::kNotFound);
+  EXPECT_EQ(op.make_suite({"nope", {}}, 1, &suite).code(), Code::kNotFound);
+  EXPECT_EQ(op.make_suite({"scale-tiny", {{"heads", 64}}}, 1, &suite).code(), Code::kInvalidArgument);
   // A shape past the host-memory limit is refused before anything is made, naming its option.
   setenv("MLAKIT_HOST_MEMORY_LIMIT", "1K", 1);
   const Status big = op.make_shape({{"rows", 1 << 20}}, 1, &suite);

@@ -488,7 +488,7 @@ TEST(TunerRun, UnknownSuiteIsNotFound) {
   TuneOptions o;
   o.dry_run = true;
   o.device = h200();
-  o.suite = "no-such-suite";
+  o.suite = {"no-such-suite", {}};
   TuneReport r;
   EXPECT_FALSE(tune(k, o, &r).is_ok());
 }

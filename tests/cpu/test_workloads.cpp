@@ -19,9 +19,9 @@
 namespace mlakit {
 namespace {
 
-DsaSuite suite(const std::string& name, uint64_t seed = 1) {
+DsaSuite suite(const std::string& name, uint64_t seed = 1, int heads = 16, DsaKv kv = DsaKv::kBf16) {
   DsaSuite s;
-  const Status st = make_dsa_suite(name, seed, &s);
+  const Status st = make_dsa_suite(name, seed, &s, heads, kv);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return s;
 }
@@ -237,17 +237,22 @@ TEST(EdgeSuite, EachCaseIsWhatItsNameSays) {
 
 TEST(Suites, ReproduciblePerSeedAndDifferentAcrossSeeds) {
   for (const std::string& name : dsa_suite_names()) {
-    const DsaSuite a = suite(name, 11), b = suite(name, 11), c = suite(name, 12);
-    ASSERT_EQ(a.workloads.size(), b.workloads.size());
-    ASSERT_EQ(a.workloads.size(), c.workloads.size());
-    int differ = 0;
-    for (size_t i = 0; i < a.workloads.size(); ++i) {
-      EXPECT_EQ(a.workloads[i].indices, b.workloads[i].indices) << a.workloads[i].name;
-      EXPECT_EQ(valid_per_row(a.workloads[i]), valid_per_row(c.workloads[i])) << a.workloads[i].name;
-      differ += a.workloads[i].indices != c.workloads[i].indices;
+    for (const int heads : kDsaHeadCounts) {
+      for (const DsaKv kv : {DsaKv::kBf16, DsaKv::kFp8}) {
+        SCOPED_TRACE(name + " heads " + std::to_string(heads) + (kv == DsaKv::kFp8 ? " fp8" : ""));
+        const DsaSuite a = suite(name, 11, heads, kv), b = suite(name, 11, heads, kv), c = suite(name, 12, heads, kv);
+        ASSERT_EQ(a.workloads.size(), b.workloads.size());
+        ASSERT_EQ(a.workloads.size(), c.workloads.size());
+        int differ = 0;
+        for (size_t i = 0; i < a.workloads.size(); ++i) {
+          EXPECT_EQ(a.workloads[i].indices, b.workloads[i].indices) << a.workloads[i].name;
+          EXPECT_EQ(valid_per_row(a.workloads[i]), valid_per_row(c.workloads[i])) << a.workloads[i].name;
+          differ += a.workloads[i].indices != c.workloads[i].indices;
+        }
+        // Only edge-empty-T1 has nothing to vary.
+        EXPECT_GE(differ, int(a.workloads.size()) - 1) << name;
+      }
     }
-    // Only edge-empty-T1 has nothing to vary.
-    EXPECT_GE(differ, int(a.workloads.size()) - 1) << name;
   }
 }
 
@@ -256,6 +261,10 @@ TEST(Suites, UnknownNameListsTheKnownOnes) {
   const Status st = make_dsa_suite("dsa-nope", 1, &s);
   EXPECT_EQ(st.code(), Code::kNotFound);
   for (const std::string& n : dsa_suite_names()) EXPECT_NE(st.message().find(n), std::string::npos) << st.message();
+  // A head count no suite comes in is refused, naming the option.
+  const Status heads = make_dsa_suite("dsa-edge", 1, &s, 48);
+  EXPECT_EQ(heads.code(), Code::kInvalidArgument);
+  EXPECT_EQ(heads.message().rfind("--heads: ", 0), 0u) << heads.message();
 }
 
 TEST(MakeWorkload, FullRowsAndErrors) {

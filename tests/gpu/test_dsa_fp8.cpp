@@ -43,9 +43,9 @@ using namespace dsa_fp8;
 
 uint64_t fresh_seed() { return std::random_device{}() | (uint64_t(std::random_device{}()) << 32); }
 
-// bf16 caches of `num_pages` x `page_size` slots with every case of the scale rule: dsa-edge-fp8's
-// tiles (+0, -0, tiny, amax on and above 448 * 2^-8, large), huge and very small tiles, and -0 in
-// the rope part.
+// bf16 caches of `num_pages` x `page_size` slots with every case of the scale rule: the tiles of
+// dsa-edge's FP8 edges (+0, -0, tiny, amax on and above 448 * 2^-8, large), huge and very small
+// tiles, and -0 in the rope part.
 DsaHostData test_caches(int num_pages, int page_size, uint64_t seed) {
   DsaProblem p;
   p.num_pages = num_pages;
@@ -225,7 +225,7 @@ TEST(DsaFp8Kernel, PaddedPagesMatchTheReferenceAndTheContiguousCache) {
   REQUIRE_SM90A();
   const uint64_t seed = fresh_seed();
   DsaSuite suite;
-  ASSERT_TRUE(make_dsa_suite("dsa-edge-fp8", seed, &suite).is_ok());
+  ASSERT_TRUE(make_dsa_suite("dsa-edge", seed, &suite, 16, DsaKv::kFp8).is_ok());
   DeviceBuffer workspace;  // zero-filled once, reused for every plan (mlakit/dsa.h)
   for (const DsaWorkload& w : suite.workloads) {
     SCOPED_TRACE(w.name + " seed " + std::to_string(seed));

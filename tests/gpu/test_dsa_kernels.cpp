@@ -1,13 +1,12 @@
 // Every registered kernel against the fp64 reference on every suite of its op that holds workloads
-// it runs (a bf16 kernel on the bf16 suites, an fp8 kernel on the -fp8 flavours; its head counts),
+// it runs (a bf16 kernel on the bf16 suites, an fp8 kernel on them with --kv fp8; its head counts),
 // three fresh seeds, outputs poisoned before each run, every output (output and lse) checked, two
-// runs bitwise equal. Through the workbench's op interface, as the CLI runs them. The head-count
-// flavours (dsa-edge-h64, ...): the edge suites on three seeds, the contest suites on one, the
-// serving suites not here (their host work would double the test time; `mlakit bench --heads H`
-// verifies them before timing).
+// runs bitwise equal. Through the workbench's op interface, as the CLI runs them. Past 16 heads
+// (--heads 64, ...): the edge suites on three seeds, the contest suites on one, the serving suites
+// not here (their host work would double the test time; `mlakit bench --heads H` verifies them
+// before timing).
 #include <gtest/gtest.h>
 
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -36,28 +35,30 @@ uint64_t fresh_seed() { return std::random_device{}() | (uint64_t(std::random_de
 
 struct Case {
   std::string kernel;
-  std::string suite;
-  int rounds = 3;  // fresh seeds
+  SuiteRequest suite;
+  std::string label;  // "dsa-edge --heads 64 --kv fp8"
+  int rounds = 3;     // fresh seeds
 };
 // A readable parameter in test names (ctest lists "GetParam() = <this>").
-void PrintTo(const Case& c, std::ostream* os) { *os << c.suite; }
+void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
 
 // (The name predates other ops; kept so test IDs compare across versions.)
 class DsaSuiteTest : public ::testing::TestWithParam<Case> {};
 
 // Verifies one suite with the tiling planning picks (or `forced`), on `rounds` fresh seeds.
-void verify_suite(const KernelEntry& kernel, const std::string& suite_name, const std::string* forced,
+void verify_suite(const KernelEntry& kernel, const SuiteRequest& request, const std::string* forced,
                   int* checked, int rounds = 3, int* ran = nullptr) {
   int ran_here = 0;
   if (ran == nullptr) ran = &ran_here;
   const OpBench* op = find_op_bench(kernel.info().op);
   ASSERT_NE(op, nullptr) << kernel.info().op;
+  const std::string suite_name = suite_label(*op, request);
   PlanTarget target;
   ASSERT_TRUE(plan_target(kernel, -1, &target).is_ok());
   for (int round = 0; round < rounds; ++round) {
     const uint64_t seed = fresh_seed();
     std::unique_ptr<BenchSuite> suite;
-    ASSERT_TRUE(op->make_suite(suite_name, seed, &suite).is_ok());
+    ASSERT_TRUE(op->make_suite(request, seed, &suite).is_ok()) << suite_name;
     const std::unique_ptr<BenchSession> session = suite->open_session(seed);
     for (size_t i = 0; i < suite->size(); ++i) {
       SCOPED_TRACE(suite_name + "/" + suite->info(i).name + " seed " + std::to_string(seed));
@@ -90,34 +91,35 @@ TEST_P(DsaSuiteTest, MatchesReferenceOnThreeSeeds) {
   REQUIRE_GPU_FOR(*kernel);
   int checked = 0, ran = 0;
   verify_suite(*kernel, GetParam().suite, nullptr, &checked, GetParam().rounds, &ran);
-  EXPECT_GT(ran, 0) << GetParam().suite << " has no workload " << kernel->info().key << " runs";
+  EXPECT_GT(ran, 0) << GetParam().label << " has no workload " << kernel->info().key << " runs";
 }
 
 // Whether some workload of the suite has a cache dtype and head count that `kernel` runs.
-bool runs_some_workload(const KernelEntry& kernel, const OpBench& op, const std::string& suite_name) {
+bool runs_some_workload(const KernelEntry& kernel, const OpBench& op, const SuiteRequest& request) {
   std::unique_ptr<BenchSuite> suite;
-  if (!op.make_suite(suite_name, 1, &suite).is_ok()) return true;  // the test then says why
+  if (!op.make_suite(request, 1, &suite).is_ok()) return true;  // the test then says why
   for (size_t i = 0; i < suite->size(); ++i)
     if (kernel.info().runs(suite->info(i).dtype, suite->info(i).heads)) return true;
   return false;
 }
 
-// Whether a suite is a head-count flavour of another (dsa-serving-h64): its rows are the plain suite's.
-bool heads_flavour(const OpBench& op, const std::string& suite_name) {
-  std::map<std::string, std::string> values;
-  split_flavours(op, suite_name, &values);
-  return values.count("heads") > 0;
+// Whether a request holds another head count than the suite's own (--heads 64): the plain rows again.
+bool more_heads(const SuiteRequest& r) {
+  const auto h = r.flavours.find("heads");
+  return h != r.flavours.end() && h->second != 16;
 }
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
+  if (device_count() == 0) return cases;  // nothing runs; making every suite would cost minutes
   for (const KernelEntry* k : kernels())
     if (const OpBench* op = find_op_bench(k->info().op); op && !k->info().floor)  // a floor computes nothing
-      for (const std::string& s : op->suite_names()) {
-        if (!runs_some_workload(*k, *op, s)) continue;
-        if (!heads_flavour(*op, s)) cases.push_back({k->info().key, s});
-        else if (s.find("-edge") != std::string::npos) cases.push_back({k->info().key, s, 3});
-        else if (s.find("-contest") != std::string::npos) cases.push_back({k->info().key, s, 1});
+      for (const SuiteRequest& r : every_suite_request(*op)) {
+        if (!runs_some_workload(*k, *op, r)) continue;
+        const std::string label = suite_label(*op, r);
+        if (!more_heads(r)) cases.push_back({k->info().key, r, label});
+        else if (r.name.find("-edge") != std::string::npos) cases.push_back({k->info().key, r, label, 3});
+        else if (r.name.find("-contest") != std::string::npos) cases.push_back({k->info().key, r, label, 1});
       }
   return cases;
 }
@@ -130,7 +132,7 @@ std::string param_name(std::string n) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, DsaSuiteTest, ::testing::ValuesIn(all_cases()),
-                         [](const auto& info) { return param_name(info.param.kernel + "_" + info.param.suite); });
+                         [](const auto& info) { return param_name(info.param.kernel + "_" + info.param.label); });
 
 // The v1 tilings that change the code path: fused epilogue (1 split), single stage, many splits.
 TEST(DsaV1Tilings, EveryInstantiatedPathMatchesReference) {
@@ -140,7 +142,7 @@ TEST(DsaV1Tilings, EveryInstantiatedPathMatchesReference) {
   for (const std::string name : {"s1n64x2m4", "s1n64x1m4", "s4n64x1m8", "s32n64x2m16", "s3n64x2m4"}) {
     SCOPED_TRACE(name);
     int checked = 0;
-    verify_suite(*kernel, "dsa-edge", &name, &checked);
+    verify_suite(*kernel, {"dsa-edge", {}}, &name, &checked);
     EXPECT_GT(checked, 0) << "no dsa-edge workload accepts tiling " << name;
   }
 }
@@ -157,7 +159,7 @@ TEST(DsaV2Tilings, EveryInstanceMatchesReference) {
         const std::string name = std::string(splits) + pipe + gather;
         SCOPED_TRACE(name);
         int checked = 0;
-        verify_suite(*kernel, "dsa-contest", &name, &checked, 1);
+        verify_suite(*kernel, {"dsa-contest", {}}, &name, &checked, 1);
         EXPECT_GT(checked, 0) << "no dsa-contest workload accepts tiling " << name;
       }
 }
@@ -171,14 +173,16 @@ TEST(DsaV2Tilings, PooledRowsMatchReference) {
   const KernelEntry* kernel = find_kernel("dsa_decode.v2_fused.bf16");
   ASSERT_NE(kernel, nullptr);
   REQUIRE_GPU_FOR(*kernel);
-  for (const char* suite : {"dsa-contest", "dsa-edge", "dsa-contest-h128"})
+  for (const SuiteRequest& suite : {SuiteRequest{"dsa-contest", {}}, SuiteRequest{"dsa-edge", {}},
+                                     SuiteRequest{"dsa-contest", {{"heads", 128}}}})
     for (const char* splits : {"s1", "s4", "s16"}) {
-      const bool wide = std::string(suite).find("h128") != std::string::npos;
+      const bool wide = more_heads(suite);
       const std::string name = std::string(splits) + "n64x4m1p2" + (wide ? "h32" : "") + "b1";
-      SCOPED_TRACE(std::string(suite) + " " + name);
+      const std::string label = suite.name + (wide ? " --heads 128" : "");
+      SCOPED_TRACE(label + " " + name);
       int checked = 0;
       verify_suite(*kernel, suite, &name, &checked, 1);
-      EXPECT_GT(checked, 0) << "no " << suite << " workload accepts tiling " << name;
+      EXPECT_GT(checked, 0) << "no " << label << " workload accepts tiling " << name;
     }
 }
 
@@ -194,8 +198,8 @@ TEST(DsaFp8Tilings, EveryInstanceMatchesReference) {
     const std::string name = tiling;
     SCOPED_TRACE(name);
     int checked = 0;
-    verify_suite(*kernel, "dsa-contest-fp8", &name, &checked, 1);
-    EXPECT_GT(checked, 0) << "no dsa-contest-fp8 workload accepts tiling " << name;
+    verify_suite(*kernel, {"dsa-contest", {{"kv", int(DsaKv::kFp8)}}}, &name, &checked, 1);
+    EXPECT_GT(checked, 0) << "no dsa-contest --kv fp8 workload accepts tiling " << name;
   }
 }
 
@@ -236,16 +240,17 @@ TEST_P(DsaV2Heads, MatchesReferenceSplitOrNot) {
       parsed.gather = wide ? 3 : 1;
       parsed.producers = 4;
     }
-    const std::string suite = "dsa-edge-h" + std::to_string(heads) + (fp8 ? "-fp8" : "");
+    const SuiteRequest suite{"dsa-edge", {{"heads", heads}, {"kv", fp8 ? int(DsaKv::kFp8) : int(DsaKv::kBf16)}}};
+    const std::string label = "dsa-edge --heads " + std::to_string(heads) + (fp8 ? " --kv fp8" : "");
     // v2_fp8's split rows also merge in clusters, one per (row, head group), at 16 heads per CTA.
     for (int cluster : {0, 1}) {
       if (cluster == 1 && !(fp8 && !wide && parsed.num_splits > 1)) continue;
       parsed.cluster = cluster;
       const std::string name = parsed.name();
-      SCOPED_TRACE(suite + " " + name);
+      SCOPED_TRACE(label + " " + name);
       int checked = 0;
       verify_suite(*kernel, suite, &name, &checked, 1);
-      EXPECT_GT(checked, 0) << "no " << suite << " workload accepts tiling " << name;
+      EXPECT_GT(checked, 0) << "no " << label << " workload accepts tiling " << name;
       ++tried;
     }
   }
@@ -282,7 +287,7 @@ TEST(MlaV1Tilings, BothRowPathsMatchReference) {
         "c9x4p4g2m64o1", "c9x4p4g3m64o1", "c40x4p4g3m64w0o1", "c132x4p4g3m64w1048576o1"}) {
     SCOPED_TRACE(name);
     int checked = 0;
-    verify_suite(*kernel, "mla-edge", &name, &checked, 1);
+    verify_suite(*kernel, {"mla-edge", {}}, &name, &checked, 1);
     EXPECT_GT(checked, 0) << "no mla-edge workload accepts tiling " << name;
   }
 }
@@ -303,11 +308,12 @@ void time_every_workload(const char* op_name, const char* dtype, const std::vect
   once.iters = 1;
   std::vector<const char*> tilings = {nullptr};
   tilings.insert(tilings.end(), forced_tilings.begin(), forced_tilings.end());
-  for (const std::string& name : op->suite_names())
+  for (const SuiteRequest& request : every_suite_request(*op))
     for (const char* forced : tilings) {
-      if (heads_flavour(*op, name)) continue;  // the plain suite's rows again
+      if (more_heads(request)) continue;  // the plain suite's rows again
+      const std::string name = suite_label(*op, request);
       std::unique_ptr<BenchSuite> suite;
-      ASSERT_TRUE(op->make_suite(name, fresh_seed(), &suite).is_ok());
+      ASSERT_TRUE(op->make_suite(request, fresh_seed(), &suite).is_ok()) << name;
       const std::unique_ptr<BenchSession> session = suite->open_session(1);
       for (size_t i = 0; i < suite->size(); ++i) {
         SCOPED_TRACE(name + "/" + suite->info(i).name + (forced ? std::string(" ") + forced : ""));
@@ -333,7 +339,7 @@ TEST(MlaFloor, RunsEveryWorkloadOfEverySuite) {
   time_every_workload("mla_decode", "bf16",
                       {"c132x4p2", "c132x4p4g2m64", "c132x4p4g3m64", "c132x4p4g2m64o1", "c132x4p4g3m64o1"});
 }
-// The FP8 cache's floor (the rows of the -fp8 suites), once one is registered.
+// The FP8 cache's floor (the suites' rows with --kv fp8), once one is registered.
 TEST(DsaFp8Floor, RunsEveryWorkloadOfEverySuite) {
   if (floor_kernel("dsa_decode", "fp8", 16) == nullptr)
     GTEST_SKIP() << "no dsa_decode gather floor is registered for fp8 with 16 heads";
@@ -346,7 +352,7 @@ TEST(DsaV1Plans, VerifyAndTimeTakeOnlyTheirWorkloadsPlan) {
   ASSERT_NE(kernel, nullptr);
   REQUIRE_GPU_FOR(*kernel);
   std::unique_ptr<BenchSuite> suite;
-  ASSERT_TRUE(find_op_bench("dsa_decode")->make_suite("dsa-contest", 1, &suite).is_ok());
+  ASSERT_TRUE(find_op_bench("dsa_decode")->make_suite({"dsa-contest", {}}, 1, &suite).is_ok());
   PlanTarget target;
   ASSERT_TRUE(plan_target(*kernel, -1, &target).is_ok());
   const std::unique_ptr<BenchSession> session = suite->open_session(1);

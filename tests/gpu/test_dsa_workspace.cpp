@@ -104,6 +104,8 @@ void expect_zero_counters(const DeviceBuffer& workspace, const std::string& what
 
 struct Case {
   const char* suite;
+  int heads;
+  DsaKv kv;
   const char* workload;
   const char* kernel;  // "" = the default
   const char* tiling;  // "" = the default
@@ -118,33 +120,35 @@ TEST(DsaWorkspace, EveryCallLeavesTheCountersZeroAndServesTheNextPlan) {
   // 2-4-split twin, wgmma, pooled rows, h32, h64 (its compacted slots in the workspace too), the
   // FP8 kernel; and the v2 plans after v1's.
   const Case cases[] = {
-      {"dsa-contest", "contest-16", "dsa_decode.v1_splitk.bf16", ""},
-      {"dsa-contest", "contest-16", "", ""},
-      {"dsa-contest", "contest-04", "", ""},
-      {"dsa-contest", "contest-16", "", "s4n64x4m1p4"},
-      {"dsa-contest", "contest-16", "", "s16n64x4m1p2g1"},
-      {"dsa-contest", "contest-16", "", "s16n64x4m1p2b1"},
-      {"dsa-contest-h64", "contest-16", "", "s8n64x4m1p2h32"},
-      {"dsa-contest-h64", "contest-16", "", "s4n64x4m1p4g2w1h64"},
-      {"dsa-contest-h128", "contest-16", "", "s8n64x4m1p4g2w1h64"},
-      {"dsa-contest-h128", "contest-16", "", ""},
-      {"dsa-contest-fp8", "contest-16", "", ""},
-      {"dsa-contest", "contest-16", "dsa_decode.v1_splitk.bf16", ""},
-      {"dsa-contest", "contest-09", "", ""},
+      {"dsa-contest", 16, DsaKv::kBf16, "contest-16", "dsa_decode.v1_splitk.bf16", ""},
+      {"dsa-contest", 16, DsaKv::kBf16, "contest-16", "", ""},
+      {"dsa-contest", 16, DsaKv::kBf16, "contest-04", "", ""},
+      {"dsa-contest", 16, DsaKv::kBf16, "contest-16", "", "s4n64x4m1p4"},
+      {"dsa-contest", 16, DsaKv::kBf16, "contest-16", "", "s16n64x4m1p2g1"},
+      {"dsa-contest", 16, DsaKv::kBf16, "contest-16", "", "s16n64x4m1p2b1"},
+      {"dsa-contest", 64, DsaKv::kBf16, "contest-16", "", "s8n64x4m1p2h32"},
+      {"dsa-contest", 64, DsaKv::kBf16, "contest-16", "", "s4n64x4m1p4g2w1h64"},
+      {"dsa-contest", 128, DsaKv::kBf16, "contest-16", "", "s8n64x4m1p4g2w1h64"},
+      {"dsa-contest", 128, DsaKv::kBf16, "contest-16", "", ""},
+      {"dsa-contest", 16, DsaKv::kFp8, "contest-16", "", ""},
+      {"dsa-contest", 16, DsaKv::kBf16, "contest-16", "dsa_decode.v1_splitk.bf16", ""},
+      {"dsa-contest", 16, DsaKv::kBf16, "contest-09", "", ""},
   };
   DeviceBuffer workspace;  // zero-filled once, reused for every plan (mlakit/dsa.h)
   for (const Case& c : cases) {
     const uint64_t seed = fresh_seed();
-    const std::string what = std::string(c.suite) + "/" + c.workload + " " + (*c.kernel ? c.kernel : "default") +
-                             " " + (*c.tiling ? c.tiling : "default") + " seed " + std::to_string(seed);
+    const std::string what = std::string(c.suite) + " --heads " + std::to_string(c.heads) +
+                             (c.kv == DsaKv::kFp8 ? " --kv fp8" : "") + "/" + c.workload + " " +
+                             (*c.kernel ? c.kernel : "default") + " " + (*c.tiling ? c.tiling : "default") +
+                             " seed " + std::to_string(seed);
     SCOPED_TRACE(what);
     DsaSuite suite;
-    ASSERT_TRUE(make_dsa_suite(c.suite, seed, &suite).is_ok()) << c.suite;
+    ASSERT_TRUE(make_dsa_suite(c.suite, seed, &suite, c.heads, c.kv).is_ok()) << c.suite;
     const auto w = std::find_if(suite.workloads.begin(), suite.workloads.end(),
                                 [&](const DsaWorkload& x) { return x.name == c.workload; });
     ASSERT_NE(w, suite.workloads.end()) << c.workload;
     Inputs in;
-    ASSERT_NO_FATAL_FAILURE(in.prepare(*w, seed, std::string(c.suite).find("fp8") != std::string::npos));
+    ASSERT_NO_FATAL_FAILURE(in.prepare(*w, seed, c.kv == DsaKv::kFp8));
     DsaPlanOptions o;
     o.kernel_key = c.kernel;
     o.tiling = c.tiling;

@@ -24,6 +24,7 @@ namespace {
 
 struct SuiteOptions {
   Selection sel;
+  SuiteRequest suite;  // the suite and its flavouring options (--suite, --heads, --kv)
   std::optional<std::string> tiling;  // --tiling NAME, checked by planning
   uint64_t seed = 1;
   int seeds = 1;
@@ -480,8 +481,7 @@ void check_out_dir(Args& args, const SuiteOptions& o) {
 
 Status load_suite_or_trace(const CommandLine& c, const SuiteOptions& o, std::unique_ptr<BenchSuite>* out) {
   if (!c.trace.empty()) return o.sel.op->load_trace(c.trace, c.definition, o.seed, out);
-  const std::vector<std::string> suites = o.sel.op->suite_names();
-  return o.sel.op->make_suite(c.suite.empty() ? (suites.empty() ? "" : suites.front()) : c.suite, o.seed, out);
+  return o.sel.op->make_suite(o.suite, o.seed, out);
 }
 
 int suite_command(Args& args, Kind kind, const char* usage) {
@@ -492,7 +492,7 @@ int suite_command(Args& args, Kind kind, const char* usage) {
   o.time = kind == Kind::kBench;
   o.verify = !c.no_verify;
   if (select_op(args, c.target, c.kernel, c.suite, &o.sel))
-    pick_suite_flavour(args, *o.sel.op, c.choices, !c.trace.empty(), &c.suite);
+    suite_request(args, *o.sel.op, c.suite, c.choices, !c.trace.empty(), &o.suite);
   read_options(args, c, &o);
   check_floor_verify(args, o, kind == Kind::kVerify ? "verify" : "");
   if (o.sel.kernel && o.sel.kernel->info().floor) o.verify = false;
@@ -512,11 +512,11 @@ const char* kBenchUsage =
     "                    [--warmup N] [--iters N] [--no-verify] [--no-floor] [--explain] [--out DIR]\n"
     "                    [--prof MODE] [--warm-l2] [--quiet]\n\n"
     "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge, mla-serving,\n"
-    "mla-edge; a suite names its op) or of a FlashInfer-Trace dataset directory. --kv fp8 reads a\n"
-    "dsa_decode suite's FP8-cache flavour (dsa-contest-fp8: the same workloads, the cache quantized\n"
-    "to DeepSeek-V3.2's 656-byte rows); --kv bf16, the default, the suite itself. --heads 32|64|128\n"
-    "reads its flavour with that many query heads (dsa-serving-h128; both: dsa-serving-h128-fp8);\n"
-    "--heads 16, the default, the suite itself. Span = median GPU time of one call over --iters\n"
+    "mla-edge; a suite names its op) or of a FlashInfer-Trace dataset directory. --kv fp8 runs a\n"
+    "dsa_decode suite's workloads on the FP8 cache (the same workloads, the cache quantized to\n"
+    "DeepSeek-V3.2's 656-byte rows); --kv bf16 is the default. --heads 32|64|128 gives every\n"
+    "workload that many query heads; --heads 16 is the default. Span = median GPU time of one call\n"
+    "over --iters\n"
     "calls (cold L2 before each), host = host time of one call. Every\n"
     "workload is planned first; a --tiling that no workload accepts exits 2 with the reason. Each\n"
     "workload is also timed with the op's gather floor (the same rows moved into shared memory, no\n"
@@ -543,9 +543,9 @@ const char* kVerifyUsage =
     "                     [--explain] [--prof MODE] [--quiet]\n\n"
     "Checks a kernel against the fp64 CPU reference with the contest rule (an element fails only\n"
     "if abs err > 1e-2 and rel err > 1e-2), every output (output and lse), outputs poisoned before\n"
-    "each run, two runs bitwise equal; with the FP8 cache (--kv fp8: the suite's -fp8 flavour) the\n"
-    "reference reads the dequantized cache; --heads H the suite's flavour with H query heads, as for\n"
-    "bench. --seeds N repeats with N fresh seeds. --prof, --quiet and the host-memory limit as for\n"
+    "each run, two runs bitwise equal; with the FP8 cache (--kv fp8) the reference reads the\n"
+    "dequantized cache; --heads H gives every workload H query heads, as for bench. --seeds N\n"
+    "repeats with N fresh seeds. --prof, --quiet and the host-memory limit as for\n"
     "bench.";
 
 int run_bench(Args& args) { return suite_command(args, Kind::kBench, kBenchUsage); }

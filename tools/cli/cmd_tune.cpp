@@ -29,9 +29,9 @@ const char* kTuneUsage =
     "  KERNEL        registry key (default: the registry default of the suite's op; or --kernel KEY)\n"
     "  --suite NAME  dsa-contest (default), dsa-serving, dsa-edge, mla-serving, mla-edge; the suite\n"
     "                names the op\n"
-    "  --heads H     the suite's flavour with H = 32, 64 or 128 query heads (dsa_decode:\n"
-    "                dsa-contest-h64, ...); 16: the suite\n"
-    "  --kv fp8      the suite's FP8-cache flavour (dsa_decode: dsa-contest-fp8, ...); bf16: the suite\n"
+    "  --heads H     every workload of the suite with H = 16 (default), 32, 64 or 128 query heads\n"
+    "                (dsa_decode)\n"
+    "  --kv fp8      every workload of the suite on the FP8 cache (dsa_decode); bf16: the default\n"
     "  --cache PATH  tune cache file (default $MLAKIT_CACHE_DIR, $XDG_CACHE_HOME/mlakit or\n"
     "                ~/.cache/mlakit, + /tune.json)\n"
     "  --iters N     timed calls per (tiling, workload), default 50; --warmup N, default 10\n"
@@ -66,7 +66,8 @@ Status kernel_to_tune(const Selection& sel, const TuneOptions& o, const KernelEn
   std::unique_ptr<BenchSuite> suite;
   MLAKIT_RETURN_IF_ERROR(sel.op->make_suite(o.suite, o.seed, &suite));
   *kernel = suite->size() ? suite->default_kernel(0) : nullptr;
-  if (*kernel == nullptr) return Status::not_found("no registered kernel runs the first workload of " + o.suite);
+  if (*kernel == nullptr)
+    return Status::not_found("no registered kernel runs the first workload of " + suite_label(*sel.op, o.suite));
   return Status::ok();
 }
 
@@ -133,9 +134,7 @@ int run_tune(Args& args) {
   o.verbose = a.verbose;
   o.dry_run = a.dry_run;
   Selection sel;
-  if (select_op(args, a.target, a.kernel, a.suite, &sel))
-    pick_suite_flavour(args, *sel.op, a.choices, false, &a.suite);
-  o.suite = a.suite;
+  if (select_op(args, a.target, a.kernel, a.suite, &sel)) suite_request(args, *sel.op, a.suite, a.choices, false, &o.suite);
   if (args.given("--device") && !o.dry_run) args.error("--device NAME only applies with --dry-run");
   if (args.given("--cache") && o.cache_path.empty()) args.error("--cache: expected a file path, got ''");
   if (!args.ok()) return args.finish(kTuneUsage);

@@ -13,7 +13,14 @@ bool select_op(Args& args, const std::string& positional, const std::string& ker
   *out = Selection{};
   const OpBench* suite_op = suite.empty() ? nullptr : op_bench_of_suite(suite);
   if (!suite.empty() && suite_op == nullptr) {
-    args.error("--suite " + suite + ": no such suite (known:" + suite_names_of_all_ops() + ")");
+    std::string hint;  // a name with a flavour in it ("dsa-edge-h64-fp8"): the flavours are options
+    for (const OpBench* op : op_benches())
+      for (const std::string& known : op->suite_names())
+        if (suite.rfind(known + "-", 0) == 0 && !flavour_options(*op).empty()) {
+          hint = "; a suite's flavours are options: --suite " + known;
+          for (const ShapeOption* o : flavour_options(*op)) hint += " --" + o->name + " ...";
+        }
+    args.error("--suite " + suite + ": no such suite (known:" + suite_names_of_all_ops() + ")" + hint);
     return false;
   }
   const OpBench* named_op = positional.empty() ? nullptr : find_op_bench(positional);
@@ -73,17 +80,12 @@ std::string ops_with_choice(const std::string& name) {
   return ops;
 }
 
-bool has_suite(const OpBench& op, const std::string& suite) {
-  for (const std::string& s : op.suite_names())
-    if (s == suite) return true;
-  return false;
-}
-
 }  // namespace
 
-bool pick_suite_flavour(Args& args, const OpBench& op, const std::map<std::string, std::string>& values,
-                        bool trace, std::string* suite) {
-  std::vector<std::pair<const ShapeOption*, std::string>> given;
+bool suite_request(Args& args, const OpBench& op, const std::string& suite,
+                   const std::map<std::string, std::string>& values, bool trace, SuiteRequest* out) {
+  out->name = suite.empty() && !op.suite_names().empty() ? op.suite_names().front() : suite;
+  out->flavours.clear();
   for (const auto& [name, value] : values) {
     if (!args.given("--" + name)) continue;
     const ShapeOption* option = suite_choice(op, name);
@@ -96,42 +98,22 @@ bool pick_suite_flavour(Args& args, const OpBench& op, const std::map<std::strin
       args.error("--" + name + " " + value + ": a trace's workloads keep the format they are read in; give --suite");
       return false;
     }
-    if (option->choices.empty() && !is_whole_number(value)) {
+    long long v = 0;
+    if (!option->choices.empty()) {
+      v = std::find(option->choices.begin(), option->choices.end(), value) - option->choices.begin();
+    } else if (value.empty() || value.size() > 9 || value.find_first_not_of("0123456789") != std::string::npos) {
       args.error("--" + name + ": expected a whole number, got '" + value + "'");
       return false;
+    } else {
+      v = std::stoll(value);
     }
-    given.emplace_back(option, value);
+    out->flavours[name] = v;
   }
-  if (given.empty()) return true;
-  if (suite->empty() && !op.suite_names().empty()) *suite = op.suite_names().front();
-  // The suite's name is <plain suite><the part of each flavour option, in the op's order>.
-  const std::vector<const ShapeOption*> options = flavour_options(op);
-  std::map<std::string, std::string> picked;
-  const std::string base = split_flavours(op, *suite, &picked);
-  for (const auto& [option, value] : given) {
-    const auto named = picked.find(option->name);
-    if (named != picked.end() && named->second != value) {
-      std::string instead = base;  // the suite with this option's value in place of the name's
-      for (const ShapeOption* o : options)
-        instead += o == option ? flavour_suffix(*o, value)
-                               : picked.count(o->name) ? flavour_suffix(*o, picked.at(o->name)) : std::string();
-      args.error("--" + option->name + " " + value + ": suite " + *suite + " is the " +
-                 option->flavour_prefix + named->second +
-                 " flavour of " + base + "; give --suite " + instead + ", or --" + option->name + " " + named->second);
-      return false;
-    }
-    picked[option->name] = value;
-  }
-  std::string name = base;
-  for (const ShapeOption* o : options)
-    if (picked.count(o->name)) name += flavour_suffix(*o, picked.at(o->name));
-  if (!has_suite(op, name)) {
-    std::string what;
-    for (const auto& [option, value] : given) what += (what.empty() ? "--" : " --") + option->name + " " + value;
-    args.error(what + ": no suite " + name + " (" + op.name() + " suites:" + suite_summary(op) + ")");
+  if (trace) return true;
+  if (const Status s = check_suite_request(op, *out); !s.is_ok()) {
+    args.error((s.code() == Code::kNotFound ? "--suite: " : "") + s.message());
     return false;
   }
-  *suite = name;
   return true;
 }
 

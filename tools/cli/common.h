@@ -28,12 +28,12 @@ bool select_op(Args& args, const std::string& positional, const std::string& ker
 // verify, bench and tune: the choices of every op that flavour suites (ShapeOption::flavours_suites,
 // `--kv fp8`), declared once per name; `values` receives them by name ("kv" -> "fp8").
 void declare_suite_choices(Args& args, std::map<std::string, std::string>* values);
-// The suite the given choices pick for `op`: `*suite` ("" = the op's first suite) or its flavour
-// "<suite>-<value>" (a value past the option's first). False, with an error naming the option in
-// `args`, when the op has no such option, the suite has no such flavour, the suite already is
-// another flavour of the option, or `trace` (a trace's workloads keep the format they were read in).
-bool pick_suite_flavour(Args& args, const OpBench& op, const std::map<std::string, std::string>& values,
-                        bool trace, std::string* suite);
+// The suite the options ask `op` for: `suite` ("" = the op's first) and the values of the given
+// options that flavour it (--heads 64, --kv fp8). False, with an error naming the option in `args`,
+// when the op has no such option, a value is out of range, or `trace` (a trace's workloads keep
+// the format they were read in).
+bool suite_request(Args& args, const OpBench& op, const std::string& suite,
+                   const std::map<std::string, std::string>& values, bool trace, SuiteRequest* out);
 
 // The chip a machine without a usable GPU plans for, to check --tiling and tune dry runs: the H200
 // of the table, or the first known chip the kernel's arch runs on.

@@ -30,4 +30,8 @@ struct OpContract<DsaProblem> {
 
 using DsaKernel = OpKernel<DsaProblem>;
 
+// The query-head counts DSA decode serves (128 heads over tensor parallelism 8..1): its kernels
+// register them, its suites come in them, a shape takes them.
+inline constexpr int kDsaHeadCounts[] = {16, 32, 64, 128};
+
 }  // namespace mlakit

@@ -26,4 +26,8 @@ struct OpContract<MlaProblem> {
 
 using MlaKernel = OpKernel<MlaProblem>;
 
+// The query-head counts dense MLA decode serves (128 heads over tensor parallelism 8..1): its
+// kernels register them, a shape takes them.
+inline constexpr int kMlaHeadCounts[] = {16, 32, 64, 128};
+
 }  // namespace mlakit

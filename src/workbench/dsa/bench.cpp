@@ -142,9 +142,13 @@ std::string DsaBench::reference_header() {
   return buf;
 }
 
-Status DsaBench::make_suite(const std::string& name, uint64_t seed, std::vector<DsaWorkload>* out) {
+Status DsaBench::make_suite(const std::string& name, const ShapeArgs& flavours, uint64_t seed,
+                            std::vector<DsaWorkload>* out) {
+  const auto heads = flavours.find("heads");
+  const auto kv = flavours.find("kv");
   DsaSuite suite;
-  MLAKIT_RETURN_IF_ERROR(make_dsa_suite(name, seed, &suite));
+  MLAKIT_RETURN_IF_ERROR(make_dsa_suite(name, seed, &suite, heads == flavours.end() ? 16 : int(heads->second),
+                                        kv == flavours.end() ? DsaKv::kBf16 : DsaKv(kv->second)));
   *out = std::move(suite.workloads);
   return Status::ok();
 }
@@ -168,9 +172,10 @@ const std::vector<ShapeOption>& DsaBench::shape_options() {
       {"num-pages", 1, 1 << 24, false, "pages of the cache, default enough for distinct pages per row"},
       {"valid", 0, 1 << 20, false, "valid leading entries per row, default topk"},
       {"mixed", 0, 1, false, "row t takes valid >> (t % 6) entries: one long row among shorter ones", true},
-      // On verify, bench and tune it picks a suite's head-count flavour: dsa-serving-h64.
-      {"heads", 1, 128, false, "query heads: 16 (default), 32, 64 or 128", false, {}, true, "h", 16},
-      // Choice i is DsaKv(i); on verify, bench and tune it picks a suite's FP8 flavour.
+      // Also on verify, bench and tune: every workload of the suite with this many query heads.
+      {"heads", 1, 128, false, "query heads: 16 (default), 32, 64 or 128", false, {}, true,
+       {std::begin(kDsaHeadCounts), std::end(kDsaHeadCounts)}},
+      // Choice i is DsaKv(i); also on verify, bench and tune: the suite's workloads on that cache.
       {"kv", 0, 1, false, "the cache format: bf16 (default) or fp8", false, {"bf16", "fp8"}, true},
   };
   return options;
@@ -249,8 +254,9 @@ Status DsaBench::shape_footprint(const ShapeArgs& args, HostFootprint* out) {
 
 // T tokens, each row `valid` top-k picks clustered by page, the rest -1.
 Status DsaBench::make_shape(const ShapeArgs& args, uint64_t seed, DsaWorkload* out) {
-  if (const auto heads = args.find("heads"); heads != args.end() && heads->second != 16 && heads->second != 32 &&
-                                             heads->second != 64 && heads->second != 128)
+  if (const auto heads = args.find("heads");
+      heads != args.end() &&
+      std::find(std::begin(kDsaHeadCounts), std::end(kDsaHeadCounts), heads->second) == std::end(kDsaHeadCounts))
     return Status::invalid_argument("--heads: expected one of 16, 32, 64, 128, got " + std::to_string(heads->second));
   const auto it = args.find("valid");
   return make_dsa_workload(shape_problem(args), it == args.end() ? -1 : int(it->second), seed, out,

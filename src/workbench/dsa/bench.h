@@ -58,7 +58,8 @@ struct DsaBench {
 
   static constexpr const char* kProfileKernels = "dsa_";
   static std::vector<std::string> suite_names() { return dsa_suite_names(); }
-  static Status make_suite(const std::string& name, uint64_t seed, std::vector<DsaWorkload>* out);
+  static Status make_suite(const std::string& name, const ShapeArgs& flavours, uint64_t seed,
+                           std::vector<DsaWorkload>* out);
   static Status load_trace(const std::string& dir, const std::string& definition, uint64_t seed,
                            std::vector<DsaWorkload>* out);
   static const std::vector<ShapeOption>& shape_options();

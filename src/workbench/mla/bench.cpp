@@ -13,7 +13,7 @@
 
 namespace mlakit {
 
-Status MlaBench::make_suite(const std::string& name, uint64_t seed, std::vector<MlaWorkload>* out) {
+Status MlaBench::make_suite(const std::string& name, const ShapeArgs&, uint64_t seed, std::vector<MlaWorkload>* out) {
   MlaSuite suite;
   MLAKIT_RETURN_IF_ERROR(make_mla_suite(name, seed, &suite));
   *out = std::move(suite.workloads);
@@ -54,7 +54,7 @@ Status shape_of(const ShapeArgs& args, MlaShape* s) {
   s->causal = get("causal", 0) != 0;
   s->mixed = get("mixed", 0) != 0;
   s->layout = get("separate", 0) != 0 ? MlaLayout::kSeparate : MlaLayout::kCombined;
-  if (s->num_heads != 16 && s->num_heads != 32 && s->num_heads != 64 && s->num_heads != 128)
+  if (std::find(std::begin(kMlaHeadCounts), std::end(kMlaHeadCounts), s->num_heads) == std::end(kMlaHeadCounts))
     return Status::invalid_argument("--heads: expected one of 16, 32, 64, 128, got " + std::to_string(s->num_heads));
   return Status::ok();
 }

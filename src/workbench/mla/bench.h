@@ -49,7 +49,8 @@ struct MlaBench {
 
   static constexpr const char* kProfileKernels = "mla_";
   static std::vector<std::string> suite_names() { return mla_suite_names(); }
-  static Status make_suite(const std::string& name, uint64_t seed, std::vector<MlaWorkload>* out);
+  static Status make_suite(const std::string& name, const ShapeArgs& flavours, uint64_t seed,
+                           std::vector<MlaWorkload>* out);
   static Status load_trace(const std::string& dir, const std::string& definition, uint64_t seed,
                            std::vector<MlaWorkload>* out);
   // --b, --t (required), --s, --heads, --page-size, --causal, --mixed, --separate.

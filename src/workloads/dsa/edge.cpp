@@ -165,7 +165,7 @@ Status add_out_of_range(EdgeBuilder& b) {
   return Status::ok();
 }
 
-// dsa-edge-fp8's own: every tile pattern of kFp8Tiles under full, partial and one-slot rows; then
+// dsa-edge's own on the FP8 cache: every tile pattern of kFp8Tiles under full, partial and one-slot rows; then
 // rows over pages of 16 and 128 slots (the page stride of the FP8 cache is page_size * 656 bytes).
 Status add_fp8_only(EdgeBuilder& b) {
   DsaProblem p = edge_problem(4);

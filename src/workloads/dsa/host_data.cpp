@@ -1,5 +1,5 @@
 // DSA's q and caches: randn bf16 (workloads/randn.h), q per workload, caches per cache shape; the
-// tiles of dsa-edge-fp8 bent into the randn cache; the FP8 cache quantized from the bf16 one.
+// tiles of dsa-edge's FP8 edges bent into the randn cache; the FP8 cache quantized from the bf16 one.
 #include <algorithm>
 #include <cmath>
 

@@ -55,64 +55,37 @@ bool make_bf16_suite(const std::string& name, uint64_t seed, DsaSuite* out, Stat
   return true;
 }
 
-// The FP8 flavour of bf16 suite `base`, built in `out`: its workloads with kv = fp8 (names,
-// indices and bf16 values unchanged: they are seeded by the name and the cache shape), then
-// dsa-edge-fp8's own.
+// Suite `base`'s workloads on the FP8 cache, in `out`: kv = fp8 (names, indices and bf16 values
+// unchanged: they are seeded by the name and the cache shape), then dsa-edge's own FP8 edges.
 Status to_fp8_suite(const std::string& base, uint64_t seed, DsaSuite* out) {
   for (DsaWorkload& w : out->workloads) w.problem.kv = DsaKv::kFp8;
-  out->name = base + kDsaFp8Suffix;
   out->description += "; the cache in FP8 (656-byte rows quantized on the host from the same bf16 values)";
   if (base == "dsa-edge") return synth::add_fp8_edges(seed, out);
   return Status::ok();
 }
 
-// Head counts past the default that every suite comes in ("-h32": 32 query heads).
-constexpr int kSuiteHeads[] = {32, 64, 128};
-
-// Strips `suffix` from the end of `name`; false when it is not there.
-bool strip_suffix(std::string* name, const std::string& suffix) {
-  if (name->size() <= suffix.size() || name->compare(name->size() - suffix.size(), suffix.size(), suffix) != 0)
-    return false;
-  name->resize(name->size() - suffix.size());
-  return true;
-}
-
 }  // namespace
 
-std::string dsa_heads_suffix(int heads) { return heads == 16 ? std::string() : "-h" + std::to_string(heads); }
+std::vector<std::string> dsa_suite_names() { return {std::begin(kBf16Suites), std::end(kBf16Suites)}; }
 
-std::vector<std::string> dsa_suite_names() {
-  std::vector<std::string> names;
-  for (const char* fp8 : {"", kDsaFp8Suffix})
-    for (int heads : {16, 32, 64, 128})
-      for (const char* base : kBf16Suites) names.push_back(base + dsa_heads_suffix(heads) + fp8);
-  return names;
-}
-
-Status make_dsa_suite(const std::string& name, uint64_t seed, DsaSuite* out) {
+Status make_dsa_suite(const std::string& name, uint64_t seed, DsaSuite* out, int heads, DsaKv kv) {
   if (out == nullptr) return Status::invalid_argument("make_dsa_suite: out is null");
-  std::string base = name;
-  const bool fp8 = strip_suffix(&base, kDsaFp8Suffix);
-  int heads = 16;
-  for (int h : kSuiteHeads)
-    if (strip_suffix(&base, dsa_heads_suffix(h))) {
-      heads = h;
-      break;
-    }
+  if (std::find(std::begin(kDsaHeadCounts), std::end(kDsaHeadCounts), heads) == std::end(kDsaHeadCounts))
+    return Status::invalid_argument("--heads: the DSA suites come in 16, 32, 64 or 128 query heads; got " +
+                                    std::to_string(heads));
   Status st;
-  if (!make_bf16_suite(base, seed, out, &st)) {
+  if (!make_bf16_suite(name, seed, out, &st)) {
     std::string known;
     for (const std::string& n : dsa_suite_names()) known += (known.empty() ? "" : ", ") + n;
     return Status::not_found("unknown suite '" + name + "'; known suites: " + known);
   }
   MLAKIT_RETURN_IF_ERROR(st);
-  if (fp8) MLAKIT_RETURN_IF_ERROR(to_fp8_suite(base, seed, out));
+  if (kv == DsaKv::kFp8) MLAKIT_RETURN_IF_ERROR(to_fp8_suite(name, seed, out));
   if (heads != 16) {
     for (DsaWorkload& w : out->workloads) {
       w.problem.num_heads = heads;
       w.uuid.clear();  // no longer the dataset's workload
     }
-    out->name = base + dsa_heads_suffix(heads) + (fp8 ? kDsaFp8Suffix : "");
     out->description += "; " + std::to_string(heads) + " query heads";
   }
   return Status::ok();
@@ -131,7 +104,7 @@ Status make_dsa_workload(const DsaProblem& problem, int valid, uint64_t seed, Ds
   const std::string name = "synthetic-T" + std::to_string(problem.num_tokens) + "-ps" +
                            std::to_string(problem.page_size) + "-topk" + std::to_string(problem.topk) +
                            "-v" + std::to_string(valid) + (mixed ? "-mixed" : "") +
-                           dsa_heads_suffix(problem.num_heads);
+                           (problem.num_heads == 16 ? std::string() : "-h" + std::to_string(problem.num_heads));
   DsaWorkload w = synth::blank_workload(name, problem);
   std::vector<int> counts(size_t(problem.num_tokens), valid);
   if (mixed)

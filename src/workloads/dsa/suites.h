@@ -1,7 +1,7 @@
 // Workload suites: dsa-contest (the 23 public shapes), dsa-serving (T = 16..256, full top-k
 // picks), dsa-edge (padding anywhere, empty rows, repeats, page size 1, small topk, large T), and
-// their FP8 flavours dsa-contest-fp8, dsa-serving-fp8, dsa-edge-fp8: the same workloads (names,
-// indices, bf16 values) with kv = fp8, dsa-edge-fp8 with a few workloads of its own after them.
+// each of them on the FP8 cache (kv = fp8: the same workloads, names, indices and bf16 values;
+// dsa-edge with a few workloads of its own after them) and with 32, 64 or 128 query heads.
 // Index values are synthesized from a seed with the page-run structure of docs/workloads.md;
 // q and caches are randn bf16 from a counter-based generator.
 #pragma once
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mlakit/dsa.h"
+#include "plan/dsa/contract.h"
 #include "workloads/randn.h"
 
 namespace mlakit {
@@ -18,7 +19,7 @@ namespace mlakit {
 // How a workload's bf16 cache values are made from the seed and the cache shape.
 enum class DsaCacheValues {
   kRandn,     // randn everywhere
-  // randn with tiles of 128 channels that test the FP8 scale rule mixed in (dsa-edge-fp8): all
+  // randn with tiles of 128 channels that test the FP8 scale rule mixed in (dsa-edge's FP8 edges): all
   // +0, all -0, tiny (under the 1e-4 scale clamp), amax exactly 448 * 2^-8 and just above it,
   // and a few large ones; docs/workloads.md lists them.
   kFp8Tiles,
@@ -39,16 +40,15 @@ struct DsaSuite {
   std::vector<DsaWorkload> workloads;
 };
 
-// "dsa-contest", "dsa-serving", "dsa-edge" (16 heads), the same with 32, 64 and 128 heads
-// ("dsa-serving-h128": every workload with num_heads = 128), then all of these with the FP8 cache
-// (each name + kDsaFp8Suffix: "dsa-serving-h128-fp8").
+// "dsa-contest", "dsa-serving", "dsa-edge".
 std::vector<std::string> dsa_suite_names();
-constexpr const char* kDsaFp8Suffix = "-fp8";
-// The part of a suite name that gives its head count: "" for 16, else "-h<heads>".
-std::string dsa_heads_suffix(int heads);
-// Same (name, seed): the same indices; another seed: other indices of the same structure.
-// Unknown name: not_found listing the known ones.
-Status make_dsa_suite(const std::string& name, uint64_t seed, DsaSuite* out);
+// Suite `name` with every workload's num_heads = `heads` (one of kDsaHeadCounts; 16: the workloads
+// as defined), its cache in `kv` (FP8: the same
+// workloads, names, indices and bf16 values, the cache quantized to 656-byte rows; dsa-edge adds
+// its own FP8 edge workloads after them). Same (name, seed): the same indices; another seed: other
+// indices of the same structure. An unknown name: not_found listing the known ones; a head count
+// no suite comes in: invalid_argument.
+Status make_dsa_suite(const std::string& name, uint64_t seed, DsaSuite* out, int heads = 16, DsaKv kv = DsaKv::kBf16);
 
 // One synthetic workload for `mlakit run`: every row `valid` leading top-k picks clustered by
 // page (valid < 0: topk), the rest -1; `mixed`: row t takes valid >> (t % 6) picks instead (one

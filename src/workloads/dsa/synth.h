@@ -66,7 +66,7 @@ Status synthesize_rows(DsaWorkload* w, const std::vector<int>& valid, RowShape s
 Status make_contest_suite(uint64_t seed, DsaSuite* out);
 Status make_serving_suite(uint64_t seed, DsaSuite* out);
 Status make_edge_suite(uint64_t seed, DsaSuite* out);
-// dsa-edge-fp8's own workloads (kv = fp8), appended to `out`: the tiles of DsaCacheValues::kFp8Tiles,
+// dsa-edge's own FP8 workloads (kv = fp8), appended to `out`: the tiles of DsaCacheValues::kFp8Tiles,
 // and page sizes 16 and 128.
 Status add_fp8_edges(uint64_t seed, DsaSuite* out);
 

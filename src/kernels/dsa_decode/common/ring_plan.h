@@ -13,6 +13,7 @@
 #include "mlakit/device.h"
 #include "mlakit/dsa.h"
 #include "mlakit/status.h"
+#include "plan/dsa/contract.h"
 
 namespace mlakit::dsa_ring {
 
@@ -26,8 +27,7 @@ Status reject(const T& t, const std::string& why) {
 // or (v2_fused, h32) 32 of them; 32, 64 and 128 heads run as several CTAs per (row, split) that
 // gather the same rows (docs/kernels/dsa_decode_v2_fused.md, "More heads").
 constexpr int kCtaHeads = 16;
-constexpr int kHeadCounts[] = {16, 32, 64, 128};
-inline std::vector<int> head_counts() { return {std::begin(kHeadCounts), std::end(kHeadCounts)}; }
+inline std::vector<int> head_counts() { return {std::begin(kDsaHeadCounts), std::end(kDsaHeadCounts)}; }
 // CTAs per (row, split): one per `cta_heads` heads (16, or 32 for v2_fused's two warpgroups).
 inline int head_groups(const DsaProblem& p, int cta_heads = kCtaHeads) { return p.num_heads / cta_heads; }
 

@@ -156,12 +156,12 @@ class V1Paged final : public VariantKernel<MlaProblem, Tiling> {
  public:
   const KernelInfo& info() const override {
     static const KernelInfo attention{"mla_decode.v1_paged.bf16", "mla_decode", "v1_paged", "bf16",
-                                      {16, 32, 64, 128}, /*rank=*/1,
+                                      {std::begin(kMlaHeadCounts), std::end(kMlaHeadCounts)}, /*rank=*/1,
                                       "one persistent launch: balanced split-KV from cache_seqlens on the GPU, "
                                       "page rows into a ring, 16-row mma.sync or 64-row wgmma consumers (m64), in-kernel merge",
                                       ArchRequirement{9, 0, true}};
     static const KernelInfo floor{"mla_decode.floor_stream.bf16", "mla_decode", "floor_stream", "bf16",
-                                  {16, 32, 64, 128}, /*rank=*/0,
+                                  {std::begin(kMlaHeadCounts), std::end(kMlaHeadCounts)}, /*rank=*/0,
                                   "gather floor: v1_paged's schedule and row ring, no math, no output",
                                   ArchRequirement{9, 0, true}, /*floor=*/true};
     return kWork == Work::kAttention ? attention : floor;
