@@ -35,8 +35,8 @@ using kernels::load_query;
 // Arrivals that complete one phase of a full barrier.
 // A stage is filled by kWarpsPerStage<Producers> warps together (each its share of the rows, each
 // arriving as one warp does): two with four producer warps, so that the rows of a stage are
-// requested in half the time (a lane issues its rows' bulk copies one after another, so the
-// issue, not the copy, sets when a stage is requested), one otherwise.
+// requested in half the time (a warp's lanes issue their rows' bulk copies one after another, so
+// the issue, not the copy, sets when a stage is requested), one otherwise.
 template <int Producers>
 constexpr int kWarpsPerStage = Producers == 4 ? 2 : 1;
 template <Gather G, int Producers = 1>

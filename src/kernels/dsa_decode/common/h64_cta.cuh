@@ -90,7 +90,7 @@ __device__ inline void total_sums(SmemPlan& s, const Rows& st, float (&l_total)[
 // hb = 4 block + w, O as bf16 (part_o_bf16) and (m, l) fp32 (consumer threads). O goes through
 // shared memory (the ring, idle once total_sums has met both warpgroups) so that a warp's store
 // is 512 contiguous bytes of one row: the fragments' own stores (a quad's 64 bytes of each of 8
-// rows) touch eight rows per instruction and drain the CTA's 64 KB far slower
+// rows) touch eight rows per instruction, and the CTA's 64 KB drains far slower that way
 // (docs/knowledge/epilogue.md).
 // The staged rows are 1 KB and 16 bytes apart, so that a warp's fragment writes (8 rows x 4
 // lanes) fall in 32 distinct banks.

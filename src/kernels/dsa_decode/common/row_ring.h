@@ -39,9 +39,9 @@ enum class Gather { kHybrid = 0, kBulk = 1, kCpAsync = 2, kLdg = 3 };
 constexpr Pipe kPipeChoices[] = {{3, 1}, {4, 1}, {5, 1}, {4, 2}, {4, 4}};
 // Two producer warps: the default of two consumer warpgroups (the register budget of 320 threads).
 constexpr Pipe kDefaultPipe = {4, 2};
-// Four, two per stage: one consumer warpgroup and the gather floor. A lane issues one bulk copy
-// per row, one after another, so a lone warp's requests for a stage (rope rows included) are the
-// first tile's critical path; two per stage halve it (docs/knowledge/copies.md).
+// Four, two per stage: one consumer warpgroup and the gather floor. A warp's lanes issue their
+// rows' bulk copies one after another, so a lone warp's requests for a stage (rope rows included)
+// are the first tile's critical path; two per stage halve it (docs/knowledge/copies.md).
 constexpr Pipe kPairedPipe = {4, 4};
 constexpr bool is_instantiated(Pipe pipe) {
   for (const Pipe& c : kPipeChoices)
