@@ -24,8 +24,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // The finish of a softmax row, 1 / l and log2(l) for l >= 1 (a row's sum holds 2^0 for its
 // maximum): the SFU's approximations, one instruction each (2 ulp of 1 / l, ~2^-22 absolute in
 // log2 l: far inside the bf16 output's rounding and the lse tolerance). With the IEEE forms
-// (rcp.rn: refinement and a slow-path test; log2f: a polynomial) a 16-head CTA's output store
-// took ~1,260 cycles instead of ~980, on the critical path of every row (v2_fused devlog, step 29).
+// (rcp.rn: refinement and a slow-path test; log2f: a polynomial) the output store waits on long
+// dependent chains, on the critical path of every row (docs/knowledge/epilogue.md).
 __device__ __forceinline__ float fast_rcp(float x) {
   float y;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));

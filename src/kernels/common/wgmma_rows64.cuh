@@ -13,8 +13,8 @@
 //                                   2 wgmma m64n256k16 with A = P_w from registers, 2 with A =
 //                                   P_(1-w) from smem; B = the stages (MN-major)
 //   Two meetings of the 256 consumer threads per tile (named barrier 3): after the maxima, after P.
-// Lane L of warp v of a warpgroup holds rows 16 v + L / 4 and + 8 of the 64. Devlog:
-// docs/kernels/dsa_decode_v2_fused.md (step 10) and docs/kernels/mla_decode_v1_paged.md.
+// Lane L of warp v of a warpgroup holds rows 16 v + L / 4 and + 8 of the 64. Design and
+// measurements: docs/kernels/dsa_decode_v2_fused.md and docs/kernels/mla_decode_v1_paged.md.
 #pragma once
 
 #include <cstdint>

@@ -202,8 +202,8 @@ DsaProblem shape_problem(const ShapeArgs& args) {
 }
 
 // Host throughput per thread of what a DSA session does, measured on a 2-core x86 runner
-// (T = 600: 0.73 G cache elements in 7 s, a 43 GFLOP reference in 2.4 s): rough on purpose,
-// for warnings only. Both run on every hardware thread.
+// (docs/workbench.md, "Host memory and long runs"): rough on purpose, for warnings only. Both run
+// on every hardware thread.
 constexpr double kSynthElementsPerSecond = 5e7;
 constexpr double kReferenceFlopsPerSecond = 9e9;
 

@@ -35,8 +35,8 @@ using kernels::load_query;
 // Arrivals that complete one phase of a full barrier.
 // A stage is filled by kWarpsPerStage<Producers> warps together (each its share of the rows, each
 // arriving as one warp does): two with four producer warps, so that the rows of a stage are
-// requested in half the time (each bulk copy takes a lane ~60 cycles to issue; devlog step 19),
-// one otherwise.
+// requested in half the time (a warp's lanes issue their rows' bulk copies one after another, so
+// the issue, not the copy, sets when a stage is requested), one otherwise.
 template <int Producers>
 constexpr int kWarpsPerStage = Producers == 4 ? 2 : 1;
 template <Gather G, int Producers = 1>
@@ -61,7 +61,7 @@ __device__ __forceinline__ RowSource row_source(const DsaTensors& x) {
 // Warp-wide: the kpe parts of the valid rows among [r0, r1) by cp.async, four rows per
 // instruction (lane L: 16-byte chunk L % 8 of row r + L / 8). The kpe parts of rows >= rows are
 // left as they are: only QK reads them, and the softmax drops those columns by a select. The
-// loop keeps its fixed trip count (a bound of min(r1, rows) made it ~100-300 cycles slower).
+// loop keeps its fixed trip count (a bound of min(r1, rows), known only at run time, was slower).
 __device__ __forceinline__ void cp_async_kpe(uint16_t* stage, const RowSource& src, const int32_t* slots,
                                              int rows, int r0 = 0, int r1 = kStageRows) {
   const int lane = threadIdx.x % 32;
@@ -102,7 +102,7 @@ __device__ __forceinline__ void fill_stage(const RowSource& src, const int32_t* 
     }
     if constexpr (!kBulkKpe) cp_async_kpe(dst, src, slots, rows, r0, r1);
     // No zeros for the rows past the valid ones (P V reads a zero row in their place; writing them
-    // here, ~870 cycles for a 2-row stage's 14, was a short row's critical path: devlog step 25).
+    // here put those stores on a short row's critical path).
     if (lane == 0 || kBulkKpe) kernels::mbar_arrive(full);
     if constexpr (!kBulkKpe) kernels::cp_async_arrive_on(full);
   }

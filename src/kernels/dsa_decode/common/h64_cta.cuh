@@ -42,7 +42,7 @@ using rows64::Rows;
 // Warp `w` of the CTA's kThreads / 32: heads w, w + 12, ... of Q (issued only; the caller tracks
 // completion), with no cache hint (docs/knowledge/copies.md). Every warp
 // takes a share before the index row's scan, whose barriers wait for the slowest warp: the four
-// producer warps alone issued 36 copies per lane (v2_fused step 24).
+// producer warps alone would issue 36 copies per lane before reaching it.
 __device__ inline void load_q(const Params& p, SmemPlan& s, int t, int head0, int w) {
   const DsaTensors& x = p.io;
   const auto* q_nope = static_cast<const uint16_t*>(x.q_nope) + t * x.q_nope_stride_t + head0 * x.q_nope_stride_h;
@@ -90,7 +90,8 @@ __device__ inline void total_sums(SmemPlan& s, const Rows& st, float (&l_total)[
 // hb = 4 block + w, O as bf16 (part_o_bf16) and (m, l) fp32 (consumer threads). O goes through
 // shared memory (the ring, idle once total_sums has met both warpgroups) so that a warp's store
 // is 512 contiguous bytes of one row: the fragments' own stores (a quad's 64 bytes of each of 8
-// rows, devlog step 21) drained at ~20 bytes a cycle, ~5,000 cycles for the CTA's 64 KB (step 41).
+// rows) touch eight rows per instruction, and the CTA's 64 KB drains far slower that way
+// (docs/knowledge/epilogue.md).
 // The staged rows are 1 KB and 16 bytes apart, so that a warp's fragment writes (8 rows x 4
 // lanes) fall in 32 distinct banks.
 constexpr int kStagedPitch = kDimV * 2 + 16;
@@ -181,8 +182,8 @@ __device__ inline void merge_cta(const Params& p, int block, int split, int spli
 }
 
 // One CTA of a 64-head kernel reading its rows from Source (the body of dsa_v2_h64_kernel and of
-// v2_fp8's). FewSplits: the twin for launches of 2-4 splits per row (devlog step 31), whose merge
-// takes four chunks per thread at a time.
+// v2_fp8's). FewSplits: the twin for launches of 2-4 splits per row, whose merge takes four chunks
+// per thread at a time, so that a thread waits for one L2 round trip instead of one per chunk.
 template <bool FewSplits, class Source>
 __device__ __forceinline__ void run_cta(const typename Source::Params& p) {
   static_assert(Source::kProducerRegs * kProducers * 32 + Source::kConsumerRegs * kWgs * kConsumerThreads <=

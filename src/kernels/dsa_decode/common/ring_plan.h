@@ -25,7 +25,7 @@ Status reject(const T& t, const std::string& why) {
 
 // A consumer warpgroup of the ring kernels computes 16 heads (the M of one m16n8k16 MMA), a CTA 16
 // or (v2_fused, h32) 32 of them; 32, 64 and 128 heads run as several CTAs per (row, split) that
-// gather the same rows (docs/kernels/dsa_decode_v2_fused.md, "More heads").
+// gather the same rows (docs/kernels/dsa_decode_v2_fused.md, "Design").
 constexpr int kCtaHeads = 16;
 inline std::vector<int> head_counts() { return {std::begin(kDsaHeadCounts), std::end(kDsaHeadCounts)}; }
 // CTAs per (row, split): one per `cta_heads` heads (16, or 32 for v2_fused's two warpgroups).

@@ -39,9 +39,9 @@ enum class Gather { kHybrid = 0, kBulk = 1, kCpAsync = 2, kLdg = 3 };
 constexpr Pipe kPipeChoices[] = {{3, 1}, {4, 1}, {5, 1}, {4, 2}, {4, 4}};
 // Two producer warps: the default of two consumer warpgroups (the register budget of 320 threads).
 constexpr Pipe kDefaultPipe = {4, 2};
-// Four, two per stage: one consumer warpgroup and the gather floor. A lane takes ~60 cycles to
-// issue each row's bulk copy, so one warp needs ~2,500 cycles to request a stage (rope rows
-// included); two per stage bring the first tile in ~0.5 us earlier (v2_fused devlog, step 19).
+// Four, two per stage: one consumer warpgroup and the gather floor. A warp's lanes issue their
+// rows' bulk copies one after another, so a lone warp's requests for a stage (rope rows included)
+// are the first tile's critical path; two per stage halve it (docs/knowledge/copies.md).
 constexpr Pipe kPairedPipe = {4, 4};
 constexpr bool is_instantiated(Pipe pipe) {
   for (const Pipe& c : kPipeChoices)
@@ -95,19 +95,18 @@ MLAKIT_HOST_DEVICE constexpr RowSplit split_row(int n, int max_splits, int min_r
 }
 
 // The rows a kernel that merges its splits keeps whole: at most one stage past a split's least
-// rows (96 at block_n 64). A split costs the row its meeting and merge, ~2.5 us, and saves what
-// one CTA takes for the rows it hands away, ~28 ns a row (H100: contest-04's row of 337 kept whole
-// took 6.8 us more than contest-06's 92): contest-06's row of 92 (64 + 28 at n64) took 8.1-8.3 us
-// split and 6.4-6.7 whole; rows of 288 and 337 lose 2-5 us whole (v2_fused devlog, step 30). A
-// gather floor, which merges nothing, splits as before.
+// rows (96 at block_n 64). A split costs the row its meeting and merge, a fixed cost, and saves
+// only what one CTA takes for the rows it hands away, a small cost per row: up to this bound the
+// fixed cost is the larger, past it the saving (docs/knowledge/splits-and-merges.md). A gather
+// floor, which merges nothing, splits as before.
 MLAKIT_HOST_DEVICE constexpr int merging_whole_rows(int min_rows) { return min_rows + kStageRows; }
 
 // The kernels' ceil_div for rows of at most kMaxRowEntries entries and at most kMaxRowEntries
 // splits (so a + b <= 2^14): floor of a float quotient of (a + b - 1/2) / b. The exact quotient is
 // at least 1 / (2b) away from an integer, and one within a relative 2^-21 of it (__fdividef: 2
 // ulp) is at most 2^14 / b x 2^-21 < 1 / (2b) away from it, so the floor is ceil(a / b): one
-// reciprocal and one multiply instead of an integer division (two of them, in the uniform
-// datapath, were ~300 cycles of every CTA's slice; v2_fused devlog step 28).
+// reciprocal and one multiply instead of an integer division (two of them, each a long chain in
+// the uniform datapath, sat on every CTA's slice: docs/knowledge/prologues.md).
 constexpr int kMaxRowEntries = 1 << 13;
 MLAKIT_HOST_DEVICE constexpr float ceil_div_numerator(int a, int b) { return float(a) + (float(b) - 0.5f); }
 

@@ -18,9 +18,8 @@ struct RowSlice {
 
 // Entry x (kept: a valid slot) at row position pos: written to slots[pos - begin] when that is in
 // [0, count), and pos moves past it. Without a branch: a kept entry in the split is one predicated
-// store, so the unrolled loop over a thread's entries is straight-line code (a branch per entry with
-// its reconvergence cost the slice ~500-1,000 cycles of every CTA's critical path: v2_fused devlog
-// step 28).
+// store, so the unrolled loop over a thread's entries is straight-line code (a branch per entry
+// puts its reconvergence on every CTA's critical path: docs/knowledge/prologues.md).
 __device__ __forceinline__ void place_entry(int32_t x, bool kept, int& pos, int begin, int count, int32_t* slots) {
   const int at = pos - begin;
   if (kept && uint32_t(at) < uint32_t(count)) slots[at] = x;
@@ -100,19 +99,19 @@ __device__ RowSlice slice_entries(int32_t (&v)[kPerThread], int64_t num_slots, i
   return RowSlice{n, rs.splits, count > 0 ? count : 0};
 }
 
-// The first tiles of a split row's splits prefetched into L2 while the row is sliced (v2_fused
-// devlog step 44). When many CTAs start long rows at once, their first tiles are requested after
-// the slice (~1.5-2 us of index row, scan and plan) and land at DRAM's pace; asked for as soon as
+// The first tiles of a split row's splits prefetched into L2 while the row is sliced
+// (docs/knowledge/rings-and-l2.md). When many CTAs start long rows at once, their first tiles are
+// requested after the slice (index row, scan and plan) and land at DRAM's pace; asked for as soon as
 // the index row lands, those bytes come while the CTAs still compact. Each CTA guesses without the
 // scan: split s of a full row is raw positions [s per, (s + 1) per), per as split_row() gives it
 // for topk valid slots, and the CTA prefetches the first kFirstTileRows of that window (the head
 // groups of a split take alternate positions). So the CTAs of a row cover every window whatever
 // the row's valid count; a row with holes moves its slots to other splits, whose rows some other
 // CTA of the row prefetched. Only rows of two splits or more prefetch (the hook below): a row that
-// one CTA takes whole gained nothing and paid ~0.1-0.25 us of the prefetch's load-store issue on
-// its slice (step 44). prefetch.global.L2, one per 128-byte line: the bulk form went through the
-// copy unit ahead of the CTA's own bulk copies (+0.7-1.3 us on short rows).
-constexpr int kFirstTileRows = 64;  // one tile (32 and 128 rows gained less)
+// one CTA takes whole gains nothing and pays the prefetch's load-store issue on its slice.
+// prefetch.global.L2, one per 128-byte line: the bulk form goes through the copy unit ahead of the
+// CTA's own bulk copies and delays them, which short rows feel most.
+constexpr int kFirstTileRows = 64;  // one tile (chosen by measurement: docs/kernels/dsa_decode_v2_fused.md)
 
 // The line prefetches of kBytes from `at` (16-byte aligned; a row that crosses one more line than
 // kBytes / 128 leaves its last line out: the prefetch is a hint).

@@ -21,9 +21,8 @@ using kernels::kKvPitch;
 // into rows [k n, k n + n) of `q` (pitch kKvPitch) by cp.async, issued before the index row is
 // known; once the split is known each thread arrives on q_full (working CTA) or waits for its
 // copies (idle CTA). The mma.sync path's consumer warps share Q this way: issued by one warp,
-// its ~400 instructions (48 copies per lane at 16 heads) made the slice's barriers wait for that
-// warp; issued by the consumers after the slice, Q went out with the first stages' DRAM reads
-// (serving T = 256 +1 us).
+// its 48 copies per lane at 16 heads made the slice's barriers wait for that warp; issued by the
+// consumers after the slice, Q competed with the first stages' DRAM reads.
 template <int kParts>
 __device__ void load_q_share(const Params& p, uint16_t* q, int t, int head0, int k) {
   static_assert(kHeads % kParts == 0, "whole heads per warp");
@@ -58,7 +57,7 @@ __device__ inline void store_empty(const Params& p, int hb) {
 
 // The partial O rows of every v2_fused kernel and of v2_fp8 are bf16 (kDimV per row, in the first
 // half of the fp32 layout's region): half the bytes through L2 on the store and on the merge's
-// loads (devlog steps 20 and 21).
+// loads (docs/knowledge/epilogue.md).
 __device__ __forceinline__ uint16_t* part_o_bf16(const Params& p) { return reinterpret_cast<uint16_t*>(p.part_o); }
 
 // Every CTA of the row has published its partial once this returns. The threads that wrote the
@@ -140,8 +139,8 @@ __device__ inline void merge_splits(const Params& p, SplitRows rows, int hb, int
 // kernel instance of their own (the kernels' FewSplits twins): a thread loads the partials of
 // kMergeBatch / S chunks before folding any, so a CTA with more chunks than threads (S = 2: 512 at
 // 16 heads, two per thread) waits for one L2 round trip instead of one per chunk. The splits fold in the same order
-// as merge_splits: the same bits. (Step 20 put this walk in merge_splits itself, -0.4 to -1.3 us at
-// serving T = 64, but every row that never ran it lost 0.05-0.2 us: devlog step 31.)
+// as merge_splits: the same bits. (The walk inside merge_splits itself helped these rows but
+// slowed every row that never ran it, so it lives in an instance of its own.)
 template <int S>
 __device__ void merge_few_splits_of(const Params& p, SplitRows rows, int hb, int split, int threads) {
   constexpr int kChunks = kHeads * kDimV / 8, kGroup = kMergeBatch / S;

@@ -11,7 +11,7 @@
 //   tile; PV: warp w owns dims [64w, 64w+64). Every warp also gathers rows w, w+8, ... .
 //   Shared memory (traits.h, SmemPlan): Q 18.7 KB (then reused for partial S) | Stages x 64
 //   gathered rows x 1168 B | P 2.3 KB | compacted slots 8 KB | reduction scratch 1 KB.
-// Devlog: docs/kernels/dsa_decode_v1_splitk.md
+// Design and measurements: docs/kernels/dsa_decode_v1_splitk.md
 #pragma once
 
 #include <cstdint>

@@ -35,21 +35,15 @@ constexpr int kBulkGather = int(Gather::kBulk);
 constexpr int kH64Heads = dsa_h64::kCtaHeads;
 constexpr Pipe kH64Pipe{dsa_h64::kStages, dsa_h64::kProducers};
 constexpr int kH64Gather = int(Gather::kLdg);
-// The default takes h64 from this many T x heads at 64 heads (T = 16; 128 heads: below). Measured
-// (H200, one call, against 16 heads per CTA): serving T = 16..256 faster at every T (64 heads
-// 27.6 / 43.1 / 76.4 / 138.5 / 272.7 us against 30.3 / 50.1 / 99.0 / 194.6 / 379.3; 128 heads
-// 42.2 / 74.4 / 136.2 / 269.3 / 520.6 against 48.9 / 98.6 / 194.7 / 377.4 / 743.9); the contest's
-// T = 6..8 rows slower at 64 heads (mean 13.76 against 12.18 us with h64 from T = 5) and even at
-// 128 heads (T = 8 rows 195 us summed against 200, T = 6-7 rows slower; a short row, contest-15,
-// 11.4 against 5.6 us): the producers' first stage and Q's 72 KB sit on a short row's path. A batch
-// of short rows only loses ~5.3 us at any T (all rows 200 valid: 16.6-16.9 against 11.3-11.5 us);
-// long rows gain 3 us at T x H = 1024, 6 at 2048 (devlog step 18, "Where h64 starts").
+// The default takes h64 from this many T x heads at 64 heads (T = 16; 128 heads: below). Against
+// 16 heads per CTA, h64 is faster at every serving T, and the contest's T = 6..8 rows are slower
+// with it: the producers' first stage and Q's 72 KB sit on a short row's path. So a batch of short
+// rows loses about the same at any T, while long rows gain more the larger T x H; this bound is
+// where the gain wins. Chosen by measurement: docs/kernels/dsa_decode_v2_fp8.md.
 constexpr int kH64MinTokenHeads = 1024;
-// At 128 heads from T = 6 since step 19 (its producers 256 instructions shorter): measured (H200,
-// one call, two passes, the contest at 128 heads against h64 forced, `s8n64x4m1p4g3w1h64`) the
-// T = 6-7 rows take 128.3 / 129.4 us summed against 138.5 / 138.0 with 16 heads per CTA: three long
-// rows -4.5 to -5.0 us and one -1.6, one of 1,682 slots +1.7, the short contest-15 +4.6. 64 heads
-// keep 1024 (their T = 6-8 rows lost with h64, step 18).
+// At 128 heads from T = 6: there the contest's long rows gain more with h64 than its short rows
+// lose. 64 heads keep 1024 (their T = 6-8 rows are slower with h64). Chosen by measurement:
+// docs/kernels/dsa_decode_v2_fp8.md.
 constexpr int kH64MinTokenHeads128 = 768;
 constexpr int h64_min_token_heads(int heads) { return heads >= 128 ? kH64MinTokenHeads128 : kH64MinTokenHeads; }
 
@@ -161,7 +155,8 @@ class V2Fp8 final : public VariantKernel<DsaProblem, Tiling> {
   }
 
   // The split count v2_fused would take, merged through global memory: the cluster merge lost at
-  // every size where it was measured (the devlog's step 7); the tuner may still choose it.
+  // every size where it was measured (clusters of big CTAs fragment the GPCs:
+  // docs/knowledge/rings-and-l2.md); the tuner may still choose it.
   // At 64 or 128 heads from T x H >= h64_min_token_heads: the 64-head kernel (wgmma).
   Tiling default_for(const DsaProblem& p, const DeviceFacts& dev) const override {
     if (work_ == Work::kDecode && p.num_heads % kH64Heads == 0 &&

@@ -12,15 +12,14 @@
 //   Why not bulk copies into a raw ring as the 16-head kernel: Q (72 KB), P (8 KB) and the four
 //   bf16 stages (144 KB) leave 0.9 KB of shared memory, so the bytes in flight are the producers'
 //   registers: a stage ahead, four rows of 84 bytes per lane (43 KB per SM with both warp pairs).
-//   What bounds it (devlog steps 18, 20): the loads (26-30 % of the time at T = 128 in step 18)
-//   and the conversion (12-13 %); without both it runs at bf16 h64's pace. The loads' part is not
-//   their latency (a deeper ring, an earlier or relaxed hand-off, L2-resident rows: no gain in
-//   lab/micro/fp8_ring_pace.cu) but what they do to the consumers: loads that bypass L1 slowed
-//   them most (allocating loads, step 20: -11 % at T = 128); bulk copies into a raw area would
-//   take most of it, if shared memory had the 42 KB. Bulk copies into the freed stage itself need
-//   no room but lost 5-8 % (step 21): the seesaw frees the ring near a pair's end, so nothing
-//   would be in flight behind the math.
-// Devlog: docs/kernels/dsa_decode_v2_fp8.md, steps 18-21.
+//   What bounds it: the loads and the conversion; without both it runs at bf16 h64's pace. The
+//   loads' part is not their latency (a deeper ring, an earlier or relaxed hand-off, L2-resident
+//   rows: no gain in lab/micro/fp8_ring_pace.cu) but what they do to the consumers' shared-memory
+//   reads: loads that bypass L1 slow them most, so the loads allocate in L1; bulk copies into a
+//   raw area would take most of it, if shared memory had the 42 KB. Bulk copies into the freed
+//   stage itself need no room but are slower: the seesaw frees the ring near a pair's end, so
+//   nothing would be in flight behind the math.
+// Design and measurements: docs/kernels/dsa_decode_v2_fp8.md; the mechanisms: docs/knowledge/fp8.md.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +41,7 @@ using dsa_h64::SmemPlan;
 constexpr int kProducerRegs = 120, kConsumerRegs = 192;
 
 // 16 bytes from global memory into registers, allocated in L1 (the line is never read again, but
-// loads that bypass L1 slowed the consumers' shared-memory reads more: devlog step 20). No L2
+// loads that bypass L1 slow the consumers' shared-memory reads more: docs/knowledge/fp8.md). No L2
 // eviction hint: at 128 heads the second head group's CTAs read the same rows. (Diagnosis build
 // math-alone: every load finds the one row they all read in L1, produce().)
 __device__ __forceinline__ uint4 load_16(const void* src) {
@@ -65,8 +64,8 @@ __device__ __forceinline__ float2 f16x2_to_float2(uint32_t w) {
 // Four E4M3 bytes of a word times `scale` -> two bf16 pairs (bytes 0, 1 -> lo; 2, 3 -> hi), through
 // fp32: exact for a power-of-two scale (the format's), any other scale rounds the product to bf16
 // (lab/micro/e4m3_bf16.cu checks every code). The integer route (f16 bits shifted into bf16's
-// exponent range, then one bf16x2 multiply by 2^(112 + e)) has fewer instructions but made the
-// kernel 37 % slower: HMUL2.BF16_V2 (devlog step 18).
+// exponent range, then one bf16x2 multiply by 2^(112 + e)) has fewer instructions but a slower
+// kernel: its HMUL2.BF16_V2 costs more than two fp32 multiplies and a pack (docs/knowledge/fp8.md).
 __device__ __forceinline__ void dequantize_word(uint32_t w, float scale, uint32_t& lo, uint32_t& hi) {
   uint32_t a, b;
   e4m3x4_to_f16x2(w, a, b);

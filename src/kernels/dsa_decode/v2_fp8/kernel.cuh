@@ -15,7 +15,7 @@
 //   below), run v2_fused's online softmax between the two, and give the stages back after PV. At
 //   the end warpgroup 1's (m, l, O) is folded into warpgroup 0's, which stores. (Earlier designs
 //   dequantized the tile into a bf16 copy in shared memory first, one warpgroup did all tiles, PV
-//   ran in bf16: the devlog's steps.)
+//   ran in bf16: docs/kernels/dsa_decode_v2_fp8.md.)
 //   Splits merge in the kernel as v2_fused's (the same functions), by the 256 consumer threads, or
 //   (tiling c1, kCluster) inside a thread-block cluster of the row's CTAs, each reading the others'
 //   staged partials from their shared memory (merge_cluster; slower where measured, for the tuner).
@@ -24,7 +24,7 @@
 //   Shared memory (traits.h): barriers | per consumer warpgroup: reductions, Q / partial S
 //   18.7 KB, P 2.3 KB (and v2_fused's zero row, 1 KB, unused here) | Stages x 20.5 KB raw ring |
 //   slots 10 KB.
-// Devlog: docs/kernels/dsa_decode_v2_fp8.md
+// Design and measurements: docs/kernels/dsa_decode_v2_fp8.md
 #pragma once
 
 #include <cstdint>
@@ -63,14 +63,14 @@ __device__ __forceinline__ const uint8_t* raw_row(const uint8_t* cache, int64_t 
 
 // Producer warp `pw`: its stages of the ring and its rows of each (dsa_ring::for_each_own_stage:
 // two warps per stage, each half of its rows, so that the first tile's rows are requested by all
-// four warps at once; v2_fused devlog step 19). Lane 0 raises the full barrier's byte count for
+// four warps at once: docs/knowledge/copies.md). Lane 0 raises the full barrier's byte count for
 // its warp's rows first, the lanes of the valid rows issue their copies; in the decode the warp
 // then zeroes the latent bytes of its share of a partial stage's rows up to the next multiple of
 // 16 while the copies fly (P V's last k16 step widens them, times a P of 0, and a stale byte could
 // widen to a NaN, E4M3 0x7f); every lane arrives last, its release publishing its zeros. A
 // partial stage is the CTA's last, so no later copy lands on the zeroed bytes. (Zeroing first
 // delayed a short row's copies; a zero row read by P V in place of the rows past the valid ones
-// instead cost the consumers a select per slot and serving 1 %: fp8 devlog step 10.)
+// instead cost the consumers a select per slot, on their critical path.)
 template <int Stages, int Producers, Work W, class Smem>
 __device__ void produce(const Params& p, Smem& s, int count, int pw) {
   const auto* cache = static_cast<const uint8_t*>(p.io.kv_cache);
@@ -171,11 +171,11 @@ __device__ __forceinline__ void combine_warpgroups(Smem& s, int v, RowState& st,
 // unnormalised partial; a lane's dims of column 2t + b are [128 w + 64 a + 32 b + 8 t, + 8), n8 tiles
 // 8 a .. 8 a + 7 (pv_mma).
 // The bf16 rows go out from the fragments (a quad writes 64 contiguous bytes: whole sectors), the
-// output's scaled by 1 / l, the partial's as they are (bf16 partials, v2_fused devlog step 20; the
-// fp32 partial had to be staged: a lane's 32 bytes as two 16-byte halves touched half of 32 sectors
-// per store). In a cluster (kCluster) each warp stages its fp32 16 x 128 partial in the ring,
-// behind combine_warpgroups' area (every stage is consumed and the warpgroup is past
-// reduce_row_sums' barrier), where merge_cluster reads it with its (m, l).
+// output's scaled by 1 / l, the partial's as they are (bf16 partials: half the bytes to store and
+// merge, docs/knowledge/epilogue.md; the fp32 partial had to be staged: a lane's 32 bytes as two
+// 16-byte halves touched half of 32 sectors per store). In a cluster (kCluster) each warp stages
+// its fp32 16 x 128 partial in the ring, behind combine_warpgroups' area (every stage is consumed
+// and the warpgroup is past reduce_row_sums' barrier), where merge_cluster reads it with its (m, l).
 template <bool kPartial, bool kCluster, class Smem>
 __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int split, const RowState& st,
                                       const float (&l_total)[2], const float (&o)[kOTiles][4]) {

@@ -55,7 +55,7 @@ constexpr int kMaxClusterSplits = 8;
 // Kernel arguments: the split rows' (dsa_decode/common/split_params.h), plus the page size (a slot's row is at
 // kv_cache + (slot / page_size) * kv_stride_page + (slot % page_size) * 656) and, for a page size
 // that is a power of two (the engines' 64), its log2, else -1: a shift instead of a division on the
-// producers' path to their first copies (~60 cycles of it: v2_fused devlog step 28).
+// producers' path to their first copies (a run-time division is a long uniform chain).
 struct Params : dsa_split::Params {
   int page_size;
   int page_shift;

@@ -30,23 +30,20 @@ namespace {
 constexpr int kDefaultMinRows = 64;  // least slots per split: one 64-slot tile
 // The only compiled h64 instance's pipe: four 32-slot stages, a producer warpgroup.
 constexpr Pipe kH64Pipe{dsa_h64::kStages, dsa_h64::kProducers};
-// The default takes h64 from this many T x heads (64 heads from T = 5, 128 from T = 3). Since its
-// output goes out in whole rows and its split rows merge in one walk (devlog step 41) h64 with 16
-// CTAs per row beats h32 with 8 on long rows there (full rows, 64 heads T = 5 / 6 / 8: 16.8 /
-// 17.3 / 18.5 us against 18.9 / 19.3 / 20.5; 128 heads T = 3 / 4: 16.4 / 17.4 against 18.7 /
-// 19.3) and loses on short ones (200 valid slots a row: 13.4-13.7 against 10.9-11.1 us); the
-// 64-head contest mean 11.98 / 12.15 -> 11.19 / 11.23 us (devlog step 42). At T x H <= 256 the
-// T <= 2 rows lose ~4 us to h64 (step 39): h16 there.
+// The default takes h64 from this many T x heads (64 heads from T = 5, 128 from T = 3). Its output
+// goes out in whole rows and its split rows merge in one walk, so there h64 with 16 CTAs per row
+// beats h32 with 8 on long rows; it loses on short rows, by less than long rows gain. Up to
+// kH16MaxTokenHeads the few rows run faster on h16. Chosen by measurement:
+// docs/kernels/dsa_decode_v2_fused.md.
 constexpr int kH64MinTokenHeads = 320;
 // Up to this many T x heads the default keeps one consumer warpgroup per CTA (h16) at 32, 64 and
-// 128 heads: the head groups then run side by side on more SMs, the later ones reading the rows
-// from L2 (devlog step 27: the contest at 32 heads 12.22 -> 10.14 us, at 64 13.77 -> 13.02 us
-// through its T <= 2 rows, at 128 16.37 -> 15.59 us; a bound of 128, h32 for 32 heads at T = 6-8,
-// kept 11.48 us at 32 heads).
+// 128 heads: the head groups then run side by side on more SMs (at so few rows, CTAs of more heads
+// would leave SMs idle), the later ones reading the rows from L2. Chosen by measurement:
+// docs/kernels/dsa_decode_v2_fused.md.
 constexpr int kH16MaxTokenHeads = 256;
-// No default pools rows (b1) since step 42: the shapes where it won (128 heads at T = 5..8 with
-// h32, step 17; 64 heads at T = 5..8 on GPUs of fewer SMs) all take h64 now, which has no pooled
-// instance (step 41: pooling it lost ~4.5 us of prologue per CTA). b1 stays a tuner choice.
+// No default pools rows (b1): the shapes where it won (128 heads at T = 5..8 with h32; 64 heads at
+// T = 5..8 on GPUs of fewer SMs) all take h64, which has no pooled instance (pooling adds a
+// prologue to every h64 CTA that the balance does not pay back). b1 stays a tuner choice.
 
 // Consumer warpgroups per CTA: one per 16 heads of the tiling's h.
 int wgs_of(const Tiling& t) { return t.cta_heads / kHeads; }
@@ -194,7 +191,7 @@ class V2Fused final : public VariantKernel<DsaProblem, Tiling> {
   }
 
   // 32 heads from T x H > kH16MaxTokenHeads: two consumer warpgroups per CTA on each gathered tile
-  // (h32), 0.66-0.72 x the time of one per 16 heads at T = 128 (the devlog's "More heads"); up to
+  // (h32), which gathers each row once for both instead of once per 16 heads; up to
   // T x H = kH16MaxTokenHeads one per CTA (h16), whose head groups spread over more SMs. From T x H
   // >= kH64MinTokenHeads at 64 or 128 heads: the wgmma kernel of 64 heads per CTA (h64).
   Tiling default_for(const DsaProblem& p, const DeviceFacts& dev) const override {

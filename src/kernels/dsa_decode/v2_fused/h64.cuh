@@ -31,9 +31,9 @@ using dsa_h64::SmemPlan;
 // 64-dim blocks (8 lanes x 16 bytes = one block's 128-byte row), straight into the swizzle; a
 // lane's slots are read before it waits for the stage's buffer. Rows past `count` are zeros; a
 // tile B wholly past it is not written (its consumers skip it). A lane's rows cost one address
-// computation each instead of a shuffle and a swizzle per row (devlog step 38); two warps per
-// stage, two stages filled at once, beat four warps on every stage (step 40: the gather alone
-// ~20 % faster at 128 heads).
+// computation each instead of a shuffle and a swizzle per row: the producers' issue, not DRAM,
+// bounds this gather (docs/knowledge/copies.md). Two warps per stage, two stages filled at once,
+// beat four warps on every stage.
 __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slots, int count, int pw) {
   const DsaTensors& x = p.io;
   const auto* ckv = static_cast<const uint16_t*>(x.ckv_cache);
@@ -59,8 +59,9 @@ __device__ inline void produce(const Params& p, SmemPlan& s, const int32_t* slot
     uint8_t* stage = rows64::seesaw_stage(&s.ring[0][0], b);
     // One row at a time: the loop is not unrolled, so each row's nine copies leave as soon as its
     // address is known instead of all 36 of the stage's in one burst behind four address
-    // computations (128 heads: serving -2.7 %, devlog step 43). The slots move down the array
-    // (registers; an index into it would put it in local memory).
+    // computations; a burst fills the load-store queue and stalls the consumer warps beside it
+    // (docs/knowledge/copies.md). The slots move down the array (registers; an index into it would
+    // put it in local memory).
 #pragma unroll 1
     for (int j = 0; j < kRowsPerLane; ++j) {
       const int32_t sl = slot[0];

@@ -75,11 +75,11 @@ __device__ __forceinline__ SplitRows split_rows(const Params& p, int hb, int fir
 }
 
 // The mma.sync fragments of O give a lane two bf16 (4 bytes) of a row per n8 tile: a quad's 16
-// contiguous bytes fill half a sector, and a warp's store touches 8 rows. Stored straight, one
-// warpgroup's 16 x 512 bf16 took ~1,800 cycles (devlog step 19). So each warp stages its 16 x 128
-// block in its warpgroup's Q / partial-S area (free: reduce_row_sums' barrier is behind every read
-// of it) and writes whole rows, 512 contiguous bytes per instruction. The staged rows are 136 bf16
-// apart, so that a quad's pieces of 8 rows land in distinct banks.
+// contiguous bytes fill half a sector, and a warp's store touches 8 rows: stored straight, the
+// output drains slowly, on every row's critical path (docs/knowledge/epilogue.md). So each warp
+// stages its 16 x 128 block in its warpgroup's Q / partial-S area (free: reduce_row_sums' barrier
+// is behind every read of it) and writes whole rows, 512 contiguous bytes per instruction. The
+// staged rows are 136 bf16 apart, so that a quad's pieces of 8 rows land in distinct banks.
 constexpr int kStageOutPitch = kDimsPerWarp + 8;
 static_assert(kConsumerWarps * kHeads * kStageOutPitch * 2 <= sizeof(WgPart::q),
               "each warp's staged block fits in its warpgroup's Q / partial-S area");

@@ -33,13 +33,13 @@ Status reject(const Tiling& t, const std::string& why) {
 // Query rows per CTA of the 64-row path (m64) and the smallest s_q x heads the default gives it:
 // from 64 rows a request's rows stream once per 64 instead of once per 16; from 32 where the
 // stages come by tensor-map boxes (pages of a multiple of 32 rows), with which half-empty 64-row
-// tiles beat two 16-row groups (docs/kernels/mla_decode_v1_paged.md, "64 query rows per CTA" and
-// "Tensor-map stages").
+// tiles beat two 16-row groups (docs/kernels/mla_decode_v1_paged.md; docs/knowledge/copies.md).
 constexpr int kWideRows = m64::kRows;
 constexpr int kWideFromRows = 64;
 constexpr int kWideFromRowsWithMaps = 32;
-// The m64 consumer pair's default schedule: the seesaw (tiling field o1) beat the lockstep pair
-// on every 128-head and s_q 2 workload of mla-serving and tied elsewhere (devlog, "The seesaw").
+// The m64 consumer pair's default schedule: the seesaw (tiling field o1). Each warpgroup computes S
+// of its own tile and frees its first tile slot mid-pair, so the ring refills under the math; the
+// lockstep pair was faster on no workload measured (docs/knowledge/rings-and-l2.md).
 constexpr int kSeesaw = 1;
 
 bool wide(const Tiling& t) { return t.rows == kWideRows; }

@@ -12,7 +12,7 @@
 //   of each item by cp.async into its own buffer.
 //   Then every CTA that holds a piece of a split item waits for the item's pieces (all CTAs are
 //   co-resident: the launch is cooperative) and merges its share of the item's output chunks.
-// Devlog: docs/kernels/mla_decode_v1_paged.md
+// Design and measurements: docs/kernels/mla_decode_v1_paged.md
 #pragma once
 
 #include <cstdint>
@@ -131,7 +131,7 @@ __device__ __forceinline__ void walk_pieces(const Params& p, Smem& s, const Rang
 
 // Warp-wide: Q rows (heads) head0, head0 + step, ... of the group's head block of request b into
 // `dst` (one row per head, kKvPitch apart), by 16-byte cp.async without a cache hint (an explicit
-// evict_normal hint cost the split b1 shapes 0.3-0.9 us: docs/knowledge/copies.md).
+// evict_normal hint was slower on the split shapes: docs/knowledge/copies.md).
 __device__ inline void load_q(const Params& p, const Group& g, int b, uint16_t* dst, int head0, int step) {
   const MlaTensors& x = p.io;
   const int h = g.hblock * kHeadBlock;
@@ -146,7 +146,8 @@ __device__ inline void load_q(const Params& p, const Group& g, int b, uint16_t* 
 
 // The consumer warps: the CTA's first item's Q (warp w: heads w, w + 4, ...), landed and visible
 // to every consumer thread when this returns. Issued at the consumers' start rather than behind
-// producer warp 0's walk: one warp issuing a whole Q is slow (the devlog's runs 42 and 43).
+// producer warp 0's walk: one warp issuing a whole Q is the critical path of the CTA's start
+// (docs/knowledge/copies.md).
 template <class Smem>
 __device__ inline void load_first_q(const Params& p, Smem& s, const Group& g, int b) {
   load_q(p, g, b, s.q, threadIdx.x / 32, kConsumerWarps);
@@ -304,12 +305,12 @@ __device__ void consume_no_math(const Params& p, Smem& s, const Range& r, const 
 
 // Pieces j = first, first + step, ... of chunk c of a split item (CTAs gbase + first_cta + j of
 // the grid; partial slots of kSlotRows query rows), the loads of kBatch pieces at a time (L2
-// latency per batch, not per piece). The 64-row kernel's batch: 8 (16 lost, the devlog's runs 39
-// and 44).
+// latency per batch, not per piece). The 64-row kernel's batch: 8 (chosen by measurement:
+// docs/kernels/mla_decode_v1_paged.md).
 constexpr int kMergeBatch = 8;
 // The 16-row kernel's: 9. Its split requests often come in 8k + 1 pieces per lane (132 pieces over
 // 16 lanes at b = 1; 17 or 65 where a request's fixed unit tips it over), and a last batch of one
-// piece costs a whole L2 round trip (run 49).
+// piece costs a whole L2 round trip.
 constexpr int kMergeBatchRows16 = 9;
 template <int kSlotRows, int kBatch>
 __device__ ChunkMerge merge_pieces(const Params& p, const Piece& pc, int n, int64_t total, int gbase, int c,
@@ -372,8 +373,8 @@ __device__ void merge_share(const Params& p, const Piece& pc, int n, int64_t tot
 // leave sets the item's counters back to zero (a CTA counted at counters[1] is past its poll of
 // counters[0]). Thread 0 counts the leave right after the barrier that follows its wait and reads
 // the answer after the merge (which has no barrier), so that the round trip can overlap the merge
-// (issued before that barrier instead, the same to within noise: the devlog's run 39). Threads
-// 0..kThreads-1 call it; `sync` is their barrier.
+// (issuing it before that barrier instead gains nothing measurable). Threads 0..kThreads-1 call
+// it; `sync` is their barrier.
 template <int kThreads, int kSlotRows, int kBatch, class G, class Sync>
 __device__ void merge_item(const Params& p, const Piece& pc, const Range& r, const G& g, Sync&& sync) {
   uint32_t* counters = p.counters + 2 * (int64_t(g.index) * p.ctas_per_group + pc.first_cta);

@@ -12,12 +12,12 @@ cudaError_t launch_m64(const Params& params, Work work, cudaStream_t stream) {
   const bool attention = work == Work::kAttention;
   kernels::timeline::begin(stream);  // the phase timeline of a MLAKIT_TIMELINE build; else nothing
   // The instances that may cut requests into aligned pieces (the seesaw, the default pair, and its
-  // floor; schedule.cuh) for batches of at least two CTAs per request: there they took 9-15 % off
-  // (b8 x 4k at 128 heads, b32 x 4k at s_q 2, mixed s_q 4). Their consumers spill 124 / 228 bytes
-  // and build their wgmma descriptors per thread (the plain instance: no spills, descriptors in
-  // uniform registers): with fewer CTAs per request (b32 at 128 heads and s_q 2, b64 at 128 heads:
-  // whole requests or one piece each) the aligned instance is 10-15 % slower than the plain one,
-  // so those run the plain instance (mla devlog runs 58-60).
+  // floor; schedule.cuh) for batches of at least two CTAs per request: there equal pieces per
+  // request balance the CTAs. Their consumers spill and build their wgmma descriptors per thread
+  // (the plain instance: no spills, descriptors in uniform registers), so with fewer CTAs per
+  // request (b32 at 128 heads and s_q 2, b64 at 128 heads: whole requests or one piece each), where
+  // the cut has nothing to balance, the aligned instance is slower and the plain one runs
+  // (docs/kernels/mla_decode_v1_paged.md).
   const bool aligned = params.batch >= 2 && 2 * params.batch <= params.ctas_per_group;
   const cudaError_t e =
       params.seesaw && aligned

@@ -16,9 +16,9 @@
 //   warps 8-11: producers, one warpgroup (its registers lowered by setmaxnreg for the consumers'
 //   64 x 256 fp32 accumulators). Q of an item is 64 rows x 576, 16-byte cp.async into 9 swizzled
 //   blocks: the CTA's first item's by the 256 consumer threads at their start (8 rows per warp;
-//   one warp issuing all 64 rows took ~10 us, the devlog's run 42), every later item's by the
-//   four producer warps (16 rows each, run 47) once the consumers' last QK of the previous item is
-//   done; stage i goes to warp i % 4.
+//   one warp issuing all 64 rows would be the critical path of the CTA's start), every later
+//   item's by the four producer warps (16 rows each) once the consumers' last QK of the previous
+//   item is done; stage i goes to warp i % 4.
 //   Gather 3 (pages of a multiple of 32 rows): a whole stage is 32 rows of one page, 9 tensor-map
 //   boxes of 64 dims x 32 rows that the copy engine writes in the swizzle, issued by one lane.
 //   Otherwise (gather 2, a stage cut short by the piece's end, a page id outside the cache): the
@@ -81,7 +81,7 @@ __device__ inline void load_q(const Params& p, SmemPlan& s, const Group& g, int 
 }
 
 // The 256 consumer threads: the copies of the CTA's first item's Q (8 rows per warp), issued at
-// the consumers' start rather than behind one producer warp's walk (devlog run 42).
+// the consumers' start rather than behind one producer warp's walk (docs/knowledge/copies.md).
 __device__ inline void issue_first_q(const Params& p, SmemPlan& s, const Group& g, int b) {
   load_q(p, s, g, b, threadIdx.x / 32, kConsumerThreads / 32);
 }
@@ -282,8 +282,8 @@ __device__ inline void consume(const Params& p, SmemPlan& s, const Range& r, con
       store_item(p, g, b, st, l_total, o);
       // Every consumer's reads of red_sum (total_sums) end before the next item's writes (a split
       // item's stores end with a barrier already). Without it, racecheck reported hazards
-      // between the two in the instance with warp-uniform ranges (mla devlog run 60), where the
-      // next pair's mbarrier hand-offs were meant to order them.
+      // between the two in the instance with warp-uniform ranges, where the next pair's mbarrier
+      // hand-offs were meant to order them.
       if (pc.count > 0 && b < r.last) pair_sync();
     } else {
       const int64_t gid = int64_t(g.index) * p.ctas_per_group + blockIdx.x;
@@ -320,10 +320,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   // Ordered before first use by locate_range's barriers.
   const Range found = locate_range<kThreads, false, kAligned>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
   // The range and each piece warp-uniform in the plain instance: its consumers then keep no value
-  // in local memory (84 / 176 bytes of spills before) and run ~3 % faster where they bound the
-  // kernel. The aligned instance keeps both as they come: its wgmma descriptors are per-thread
-  // values already (moved to uniform registers before each wgmma), the same change doubled those
-  // moves and it lost ~3 % (mla devlog run 60).
+  // in local memory (they spilled without it) and run faster where they bound the kernel. The
+  // aligned instance keeps both as they come: its wgmma descriptors are per-thread values already
+  // (moved to uniform registers before each wgmma), and the same change doubled those moves and
+  // made it slower.
   constexpr bool kUniform = !kAligned;
   const Range r = kUniform ? warp_uniform(found) : found;
   timeline::phase(timeline::kSliced);  // the schedule computed

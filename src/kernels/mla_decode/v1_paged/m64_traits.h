@@ -9,7 +9,7 @@
 // 128-byte swizzle wgmma reads, a whole stage by tensor-map boxes (gather 3; the copy engine
 // swizzles) or by 16-byte cp.async (gather 2, and every stage cut short; a 1D bulk copy cannot
 // swizzle).
-// Devlog: docs/kernels/mla_decode_v1_paged.md.
+// Design and measurements: docs/kernels/mla_decode_v1_paged.md.
 #pragma once
 
 #include <cstddef>

@@ -255,8 +255,8 @@ __device__ __forceinline__ void take_aligned_pieces(const Params& p, int qpos, i
 // threads' first units, then the thread's K items); then both cuts' longest ranges decide which one
 // the group runs. kSkipWhole: first decide from the longest item whether the whole-items cut can
 // be taken at all, and skip its edges when not (the 16-row kernel; the m64 kernel keeps the plain
-// schedule: the skip's registers pushed its consumers' spills from 72 to 80 bytes and its
-// compute-bound shapes lost 1-3 us, mla devlog run 37). kAligned: the aligned pieces may be taken
+// schedule: the skip's registers pushed more of its consumers' values into local memory, which
+// its compute-bound shapes pay for). kAligned: the aligned pieces may be taken
 // (else the cut is one of the other two; the 64-row kernel has an instance of each: with the cut
 // its consumers spill and build their wgmma descriptors per thread, paid only by the launches that
 // may take it, 2 <= batch <= CTAs per group / 2: launch_m64.cu).
@@ -283,7 +283,7 @@ __device__ Range locate_range(const Params& p, int qpos, int cta, int64_t* scan,
   const int64_t widest_units = (r.total + n - 1) / n;
   // Some CTA's whole-items range holds the longest item, so that cut's widest range is at least
   // `longest`: past the units cut's widest plus `whole`, it cannot be taken, and its edges (a
-  // search per boundary, two barriers and a block maximum: ~2,200 of the schedule's ~4,400 cycles)
+  // search per boundary, two barriers and a block maximum: a large part of the schedule)
   // are not computed. The same decision as computing them, from block-wide values: every thread
   // takes the same branch.
   const bool whole_possible = !kSkipWhole || longest <= widest_units + p.whole;
