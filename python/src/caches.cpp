@@ -221,11 +221,21 @@ DeviceBuffer DeviceBuffer::allocate(const dl::ExchangeApi* api, size_t bytes, in
 }
 
 nb::object new_tensor(const dl::ExchangeApi* api, std::initializer_list<int64_t> shape,
-                      dl::DataType dtype, int device, const char* name) {
+                      dl::DataType dtype, int device, const char* name, void** data) {
   if (api == nullptr || api->managed_tensor_allocator == nullptr ||
-      api->managed_tensor_to_py_object_no_sync == nullptr)
-    return python_allocate(shape, dtype, device, name);
+      api->managed_tensor_to_py_object_no_sync == nullptr) {
+    nb::object tensor = python_allocate(shape, dtype, device, name);
+    if (data != nullptr) {
+      TensorArg view;
+      import_tensor(view, name, tensor);
+      *data = view.data();
+    }
+    return tensor;
+  }
   dl::ManagedTensorVersioned* managed = exchange_allocate(api, shape, dtype, device, name);
+  // The storage outlives the conversion below, which hands it to the Python tensor.
+  if (data != nullptr)
+    *data = static_cast<char*>(managed->dl_tensor.data) + managed->dl_tensor.byte_offset;
   void* object = nullptr;
   // The conversion takes ownership of `managed`, also when it fails.
   if (api->managed_tensor_to_py_object_no_sync(managed, &object) != 0 || object == nullptr)

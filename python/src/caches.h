@@ -61,9 +61,10 @@ class DeviceBuffer {
 };
 
 // A new tensor of `shape` and `dtype` on cuda:`device`, as a Python object of the inputs'
-// framework. `name` is the argument it stands for (error messages).
+// framework. `name` is the argument it stands for (error messages). `data`, when not null,
+// receives its data pointer (taken from the allocation, not by reading the tensor back).
 nb::object new_tensor(const dl::ExchangeApi* api, std::initializer_list<int64_t> shape,
-                      dl::DataType dtype, int device, const char* name);
+                      dl::DataType dtype, int device, const char* name, void** data = nullptr);
 
 // The workspace of `op` for one call of `bytes` on (device, stream); the caller holds it until
 // the launch is enqueued. Outside a capture, the cached buffer of that triple (grown when too
