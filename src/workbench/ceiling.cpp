@@ -124,14 +124,16 @@ class DeviceScratch {
     if (previous_ >= 0) cudaSetDevice(previous_);
   }
 
-  // The device's facts, then the device made current.
-  Status enter(int device, DeviceFacts* facts) {
+  // The device's facts, then the device made current and its free memory, which bounds what a
+  // measurement allocates.
+  Status enter(int device, DeviceFacts* facts, size_t* free_bytes) {
     MLAKIT_RETURN_IF_ERROR(query_device(device, facts));
     int previous = 0;
     MLAKIT_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&previous), "cudaGetDevice"));
     MLAKIT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
     previous_ = previous;
-    return Status::ok();
+    size_t total_bytes = 0;
+    return cuda_status(cudaMemGetInfo(free_bytes, &total_bytes), "cudaMemGetInfo");
   }
   Status buffer(size_t bytes, void** p, const char* what) {
     MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(p, bytes), what));
@@ -185,9 +187,8 @@ Status measure_copy_ceiling(int device, CopyCeiling* out) {
   *out = CopyCeiling{};
   DeviceFacts facts;
   DeviceScratch scratch;
-  MLAKIT_RETURN_IF_ERROR(scratch.enter(device, &facts));
-  size_t free_bytes = 0, total_bytes = 0;
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
+  size_t free_bytes = 0;
+  MLAKIT_RETURN_IF_ERROR(scratch.enter(device, &facts, &free_bytes));
   // Two buffers within a quarter of free memory each, rounded down to 2 MiB.
   size_t bytes = std::min(kMaxCopyBytes, free_bytes / 4) & ~((size_t(2) << 20) - 1);
   if (bytes < kMinCopyBytes)
@@ -273,10 +274,9 @@ Status measure_matmul_ceiling(int device, MatmulCeiling* out) {
   *out = MatmulCeiling{};
   DeviceFacts facts;
   DeviceScratch scratch;
-  MLAKIT_RETURN_IF_ERROR(scratch.enter(device, &facts));
+  size_t free_bytes = 0;
+  MLAKIT_RETURN_IF_ERROR(scratch.enter(device, &facts, &free_bytes));
   // The shapes whose A, B and C fit in half the free memory; the buffers fit the largest of each.
-  size_t free_bytes = 0, total_bytes = 0;
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
   std::vector<GemmShape> shapes;
   size_t a_elems = 0, b_elems = 0, c_elems = 0;
   for (const GemmShape& s : kMatmulShapes) {
