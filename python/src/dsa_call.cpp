@@ -12,6 +12,7 @@
 #include "mlakit/dsa.h"
 #include "mlakit/dsa_fp8.h"
 #include "op_call.h"
+#include "plan_cache.h"
 #include "py_errors.h"
 #include "tensor_arg.h"
 
@@ -158,7 +159,11 @@ struct DsaCall {
 
   static bool empty(const DsaProblem& p) { return p.num_tokens == 0; }
   static std::shared_ptr<const DsaPlan> plan(const DsaProblem& p, int device) {
-    return cached_plan(p, device);
+    return cached_plan<DsaPlan>(p, device, [](const DsaProblem& problem, int dev, DsaPlan* out) {
+      DsaPlanOptions options;
+      options.device = dev;
+      return dsa_plan(problem, options, out);
+    });
   }
 
   nb::tuple outputs(const NewTensors& fresh) {

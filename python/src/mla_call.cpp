@@ -10,6 +10,7 @@
 #include "caches.h"
 #include "mlakit/mla.h"
 #include "op_call.h"
+#include "plan_cache.h"
 #include "py_errors.h"
 #include "runtime/mla/layout.h"
 #include "tensor_arg.h"
@@ -212,7 +213,11 @@ struct MlaCall {
 
   static bool empty(const MlaProblem& p) { return p.batch == 0 || p.seq_q == 0; }  // no query
   static std::shared_ptr<const MlaPlan> plan(const MlaProblem& p, int device) {
-    return cached_plan(p, device);
+    return cached_plan<MlaPlan>(p, device, [](const MlaProblem& problem, int dev, MlaPlan* out) {
+      MlaPlanOptions options;
+      options.device = dev;
+      return mla_plan(problem, options, out);
+    });
   }
 
   nb::tuple outputs(const NewTensors& fresh) {

@@ -11,12 +11,14 @@
 //     void check();                               // every argument check, in the contract's order
 //     Problem problem() const;                    // raises for extents the C++ API cannot take
 //     static bool empty(const Problem&);          // nothing to launch: outputs only
-//     static auto plan(const Problem&, int device);     // pointer-like, ->workspace_bytes()
+//     static auto plan(const Problem&, int device);     // cached_plan (plan_cache.h), or any
+//                                                       // pointer-like ->workspace_bytes()
 //     auto outputs(const NewTensors&);            // what the call returns (output_of per output)
 //     Status run(const Plan&, void* workspace, size_t bytes, cudaStream_t) const;
 //   };
 //
-// A new op adds its call type and an entry point that reads the arguments and calls run_op.
+// A new op adds its call type, an entry point that reads the arguments and calls run_op, its
+// m.def in module.cpp and, when it takes a workspace, its WorkspaceOp (caches.h).
 #pragma once
 
 #include <cstddef>
