@@ -159,11 +159,7 @@ struct DsaCall {
 
   static bool empty(const DsaProblem& p) { return p.num_tokens == 0; }
   static std::shared_ptr<const DsaPlan> plan(const DsaProblem& p, int device) {
-    return cached_plan<DsaPlan>(p, device, [](const DsaProblem& problem, int dev, DsaPlan* out) {
-      DsaPlanOptions options;
-      options.device = dev;
-      return dsa_plan(problem, options, out);
-    });
+    return cached_plan(p, device, dsa_plan);
   }
 
   nb::tuple outputs(const NewTensors& fresh) {

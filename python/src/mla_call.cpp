@@ -213,11 +213,7 @@ struct MlaCall {
 
   static bool empty(const MlaProblem& p) { return p.batch == 0 || p.seq_q == 0; }  // no query
   static std::shared_ptr<const MlaPlan> plan(const MlaProblem& p, int device) {
-    return cached_plan<MlaPlan>(p, device, [](const MlaProblem& problem, int dev, MlaPlan* out) {
-      MlaPlanOptions options;
-      options.device = dev;
-      return mla_plan(problem, options, out);
-    });
+    return cached_plan(p, device, mla_plan);
   }
 
   nb::tuple outputs(const NewTensors& fresh) {

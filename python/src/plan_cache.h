@@ -1,6 +1,6 @@
 // The binding's plans, kept between calls so that a call costs a lookup, not a plan: one cache per
 // op (its Problem type), keyed by (problem, device), the previous call's plan in front. An op's
-// call type (op_call.h) asks cached_plan with its planning function; mlakit.empty_cache() and
+// call type (op_call.h) asks cached_plan with its public planning function; mlakit.empty_cache() and
 // cache_stats() reach every op's cache through plan_caches().
 //
 // All state is touched with the GIL held (the binding never releases it). Callers hold the plan
@@ -94,11 +94,18 @@ PlanCache<Problem, Plan>& plan_cache() {
   return *cache;
 }
 
-// The plan of `problem` on `device`: the cached one, else `plan_function(problem, device, &plan)`'s
-// (its error raised as the mapped Python exception).
-template <class Plan, class Problem, class PlanFunction>
-std::shared_ptr<const Plan> cached_plan(const Problem& problem, int device, PlanFunction plan_function) {
-  return plan_cache<Problem, Plan>().get(problem, device, plan_function);
+// The plan of `problem` on `device`: the cached one, else what the op's public planning function
+// (dsa_plan, mla_plan) makes with the default options on that device; its error is raised as the
+// mapped Python exception.
+template <class Problem, class Options, class Plan>
+std::shared_ptr<const Plan> cached_plan(const Problem& problem, int device,
+                                        Status (*plan_function)(const Problem&, const Options&, Plan*)) {
+  const auto plan_on = [plan_function](const Problem& p, int dev, Plan* out) {
+    Options options;
+    options.device = dev;
+    return plan_function(p, options, out);
+  };
+  return plan_cache<Problem, Plan>().get(problem, device, plan_on);
 }
 
 }  // namespace mlakit::python
