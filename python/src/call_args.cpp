@@ -120,15 +120,6 @@ void expect_device(const TensorArg& t, const char* name, int device, const char*
                                 "), got " + device_name(t.view().device));
 }
 
-int expect_one_device(std::span<const NamedArg> args) {
-  const NamedArg& lead = args[0];
-  expect_cuda(*lead.t, lead.name);
-  const int device = lead.t->view().device.device_id;
-  for (const NamedArg& a : args.subspan(1))
-    if (a.t != nullptr) expect_device(*a.t, a.name, device, lead.name);
-  return device;
-}
-
 double read_scale(nb::handle obj) {
   double v;
   if (PyFloat_CheckExact(obj.ptr())) {

@@ -63,8 +63,16 @@ struct NamedArg {
   const char* name;
 };
 // ValueError unless the first tensor is a CUDA tensor and each other one is on its device,
-// checked in order; returns that device. Null tensors are skipped.
-int expect_one_device(std::span<const NamedArg> args);
+// checked in order; returns that device. Null tensors are skipped. Inline, so that the exception
+// of a failed check unwinds no extra frame: unwinding is most of what a failed call costs.
+inline int expect_one_device(std::span<const NamedArg> args) {
+  const NamedArg& lead = args[0];
+  expect_cuda(*lead.t, lead.name);
+  const int device = lead.t->view().device.device_id;
+  for (const NamedArg& a : args.subspan(1))
+    if (a.t != nullptr) expect_device(*a.t, a.name, device, lead.name);
+  return device;
+}
 
 // sm_scale as a finite float32 value: TypeError for what is no number, ValueError otherwise.
 double read_scale(nb::handle obj);
