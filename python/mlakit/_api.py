@@ -31,7 +31,11 @@ _run_mla = _C.mla_decode
 
 if _torch is not None:
     _Tensor = _torch.torch.Tensor
-    _is_compiling = _torch.torch.compiler.is_compiling
+    # Only Dynamo traces a plain torch.Tensor through this code (other tracers pass subclasses,
+    # which take the torch.ops route anyway), and it reads this check as True. The Dynamo-only
+    # check is one Python call where torch.compiler.is_compiling makes two, on every eager call.
+    _is_compiling = getattr(_torch.torch.compiler, "is_dynamo_compiling",
+                            _torch.torch.compiler.is_compiling)
     # Older PyTorch has no DLPack exchange API: then the stream comes from Python.
     _needs_stream = not _torch.HAS_EXCHANGE_API
     _stream_of = _torch.current_stream_handle
@@ -140,8 +144,9 @@ def dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, *
         As ``dsa_sparse_attention``; errors about the cache name ``kv_cache``.
     """
     if type(q_nope) is _Tensor and not _is_compiling():
-        return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse,
-                        _stream_arg(q_nope, stream))
+        if stream is not None or _needs_stream:
+            stream = _stream_arg(q_nope, stream)
+        return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse, stream)
     if _through_ops(q_nope, stream):
         return _torch.call_fp8_op(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse)
     return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse,
@@ -176,7 +181,9 @@ def quantize_dsa_fp8(ckv, kpe=None, *, out=None, stream=None):
         RuntimeError: a CUDA error or an allocation failure.
     """
     if type(ckv) is _Tensor and not _is_compiling():
-        return _quantize(ckv, kpe, out, _stream_arg(ckv, stream))
+        if stream is not None or _needs_stream:
+            stream = _stream_arg(ckv, stream)
+        return _quantize(ckv, kpe, out, stream)
     if _through_ops(ckv, stream):
         return _torch.call_quantize_op(ckv, kpe, out)
     return _quantize(ckv, kpe, out, _stream_arg(ckv, stream))

@@ -1,78 +1,15 @@
 #include "caches.h"
 
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "call_args.h"
+#include "plan_cache.h"
 #include "py_errors.h"
 
 namespace mlakit::python {
 namespace {
-
-// ---- plans ------------------------------------------------------------------------------------
-
-// Shapes in a process are few (T or b varies by batch); past this many something generates shapes
-// without bound, and forgetting them all is cheaper than tracking recency.
-constexpr size_t kMaxPlans = 4096;
-
-// One op's plans per device, keyed by the problem (its == and std::hash cover every field), and
-// the previous call's plan in front: most loops repeat one shape.
-template <class Problem, class PlanType>
-class PlanCache {
- public:
-  // `plan_function(problem, device, &plan)` plans on a miss; its error is raised.
-  template <class PlanFunction>
-  std::shared_ptr<const PlanType> get(const Problem& p, int device, PlanFunction plan_function) {
-    if (last_.plan && last_.device == device && last_.problem == p) return last_.plan;
-    if (device < 0)
-      raise(PyExc_ValueError, "device: expected a CUDA device index, got " + std::to_string(device));
-    if (size_t(device) >= maps_.size()) maps_.resize(size_t(device) + 1);
-    Map& map = maps_[size_t(device)];
-    auto it = map.find(p);
-    if (it == map.end()) {
-      auto plan = std::make_shared<PlanType>();
-      if (Status s = plan_function(p, device, plan.get()); !s) raise_status(s);
-      if (size() >= kMaxPlans) clear();
-      it = maps_[size_t(device)].emplace(p, std::move(plan)).first;
-    }
-    last_ = Last{p, device, it->second};
-    return last_.plan;
-  }
-
-  size_t size() const {
-    size_t n = 0;
-    for (const Map& m : maps_) n += m.size();
-    return n;
-  }
-
-  void clear() {
-    for (Map& m : maps_) m.clear();
-    last_ = Last{};
-  }
-
- private:
-  using Map = std::unordered_map<Problem, std::shared_ptr<const PlanType>>;
-  struct Last {
-    Problem problem{};
-    int device = -1;
-    std::shared_ptr<const PlanType> plan;
-  };
-  std::vector<Map> maps_;
-  Last last_;
-};
-
-// Heap objects that are never destroyed: at process exit nothing is left to free into a framework
-// or a CUDA context that may already be gone (the atexit hook empties them earlier).
-PlanCache<DsaProblem, DsaPlan>& dsa_plans() {
-  static auto* cache = new PlanCache<DsaProblem, DsaPlan>();
-  return *cache;
-}
-PlanCache<MlaProblem, MlaPlan>& mla_plans() {
-  static auto* cache = new PlanCache<MlaProblem, MlaPlan>();
-  return *cache;
-}
 
 // ---- allocation ------------------------------------------------------------------------------
 
@@ -166,20 +103,9 @@ size_t round_up(size_t bytes) {
 
 }  // namespace
 
-std::shared_ptr<const DsaPlan> cached_plan(const DsaProblem& p, int device) {
-  return dsa_plans().get(p, device, [](const DsaProblem& problem, int dev, DsaPlan* plan) {
-    DsaPlanOptions options;
-    options.device = dev;
-    return dsa_plan(problem, options, plan);
-  });
-}
-
-std::shared_ptr<const MlaPlan> cached_plan(const MlaProblem& p, int device) {
-  return mla_plans().get(p, device, [](const MlaProblem& problem, int dev, MlaPlan* plan) {
-    MlaPlanOptions options;
-    options.device = dev;
-    return mla_plan(problem, options, plan);
-  });
+std::vector<AnyPlanCache*>& plan_caches() {
+  static auto* caches = new std::vector<AnyPlanCache*>();
+  return *caches;
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
@@ -221,11 +147,21 @@ DeviceBuffer DeviceBuffer::allocate(const dl::ExchangeApi* api, size_t bytes, in
 }
 
 nb::object new_tensor(const dl::ExchangeApi* api, std::initializer_list<int64_t> shape,
-                      dl::DataType dtype, int device, const char* name) {
+                      dl::DataType dtype, int device, const char* name, void** data) {
   if (api == nullptr || api->managed_tensor_allocator == nullptr ||
-      api->managed_tensor_to_py_object_no_sync == nullptr)
-    return python_allocate(shape, dtype, device, name);
+      api->managed_tensor_to_py_object_no_sync == nullptr) {
+    nb::object tensor = python_allocate(shape, dtype, device, name);
+    if (data != nullptr) {
+      TensorArg view;
+      import_tensor(view, name, tensor);
+      *data = view.data();
+    }
+    return tensor;
+  }
   dl::ManagedTensorVersioned* managed = exchange_allocate(api, shape, dtype, device, name);
+  // The storage outlives the conversion below, which hands it to the Python tensor.
+  if (data != nullptr)
+    *data = static_cast<char*>(managed->dl_tensor.data) + managed->dl_tensor.byte_offset;
   void* object = nullptr;
   // The conversion takes ownership of `managed`, also when it fails.
   if (api->managed_tensor_to_py_object_no_sync(managed, &object) != 0 || object == nullptr)
@@ -278,13 +214,12 @@ void set_python_allocator(nb::handle allocator) {
 
 void release_caches() {
   workspaces().clear();
-  dsa_plans().clear();
-  mla_plans().clear();
+  for (AnyPlanCache* plans : plan_caches()) plans->clear();
 }
 
 CacheStats cache_stats() {
   CacheStats s;
-  s.plans = dsa_plans().size() + mla_plans().size();
+  for (const AnyPlanCache* plans : plan_caches()) s.plans += plans->size();
   s.workspaces = workspaces().size();
   for (const WorkspaceSlot& slot : workspaces()) s.workspace_bytes += slot.buffer->bytes();
   return s;

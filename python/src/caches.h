@@ -1,5 +1,5 @@
-// What the binding keeps between calls so that a call costs a lookup, not a plan or an
-// allocation: plans per (problem, device), and workspaces per (op, device, stream). New tensors
+// What the binding keeps between calls so that a call costs a lookup, not an allocation:
+// workspaces per (op, device, stream); the plans are plan_cache.h's. New tensors
 // (outputs, workspaces) come from the inputs' own framework: its DLPack allocator when it
 // publishes the exchange API, else the Python allocator mlakit's torch integration registers.
 //
@@ -20,16 +20,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "mlakit/dsa.h"
-#include "mlakit/mla.h"
 #include "tensor_arg.h"
 
 namespace mlakit::python {
-
-// The plan of `problem` on `device` (dsa_plan / mla_plan on first use). Raises the mapped Status
-// error.
-std::shared_ptr<const DsaPlan> cached_plan(const DsaProblem& problem, int device);
-std::shared_ptr<const MlaPlan> cached_plan(const MlaProblem& problem, int device);
 
 // Whose workspace: each op keeps its own per (device, stream), so that one op's partial results
 // never land where another op's kernel keeps its counters.
@@ -61,9 +54,10 @@ class DeviceBuffer {
 };
 
 // A new tensor of `shape` and `dtype` on cuda:`device`, as a Python object of the inputs'
-// framework. `name` is the argument it stands for (error messages).
+// framework. `name` is the argument it stands for (error messages). `data`, when not null,
+// receives its data pointer (taken from the allocation, not by reading the tensor back).
 nb::object new_tensor(const dl::ExchangeApi* api, std::initializer_list<int64_t> shape,
-                      dl::DataType dtype, int device, const char* name);
+                      dl::DataType dtype, int device, const char* name, void** data = nullptr);
 
 // The workspace of `op` for one call of `bytes` on (device, stream); the caller holds it until
 // the launch is enqueued. Outside a capture, the cached buffer of that triple (grown when too

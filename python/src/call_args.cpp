@@ -52,21 +52,33 @@ void expect_ndim(const TensorArg& t, const char* name, int ndim, const char* dim
                                 " dimensions " + dims + ", got shape " + shape_string(t));
 }
 
-void expect_shape(const TensorArg& t, const char* name, std::initializer_list<int64_t> want,
-                  const char* why) {
-  int i = 0;
+namespace {
+
+// `want` holds `n` sizes; -1 matches any size.
+void expect_sizes(const TensorArg& t, const char* name, const int64_t* want, int n, const char* why) {
   bool ok = true;
-  for (int64_t w : want) {
-    ok &= w < 0 || t.size(i) == w;
-    ++i;
-  }
+  for (int i = 0; i < n; ++i) ok &= want[i] < 0 || t.size(i) == want[i];
   if (ok) return;
   std::string expected = "[";
-  i = 0;
-  for (int64_t w : want)
-    expected += (i++ > 0 ? ", " : "") + (w >= 0 ? std::to_string(w) : std::string("*"));
+  for (int i = 0; i < n; ++i)
+    expected += (i > 0 ? ", " : "") + (want[i] >= 0 ? std::to_string(want[i]) : std::string("*"));
   raise(PyExc_ValueError, std::string(name) + ": expected shape " + expected + "] (" + why +
                               "), got " + shape_string(t));
+}
+
+}  // namespace
+
+void expect_shape(const TensorArg& t, const char* name, std::initializer_list<int64_t> want,
+                  const char* why) {
+  expect_sizes(t, name, want.begin(), int(want.size()), why);
+}
+
+void expect_last_dim(const TensorArg& t, const char* name, int64_t size, const char* why) {
+  int64_t want[8];
+  const int n = t.ndim();  // the caller has checked the rank: 1 to 8 dimensions
+  for (int i = 0; i < n - 1; ++i) want[i] = -1;
+  want[n - 1] = size;
+  expect_sizes(t, name, want, n, why);
 }
 
 void expect_contiguous_last_dim(const TensorArg& t, const char* name) {
@@ -169,6 +181,31 @@ bool is_capturing(cudaStream_t stream) {
   if (cudaError_t e = cudaStreamIsCapturing(stream, &status); e != cudaSuccess)
     raise_cuda("cudaStreamIsCapturing", e);
   return status != cudaStreamCaptureStatusNone;
+}
+
+void import_output(OutputArg& o, const char* name, nb::handle obj) {
+  o.obj = obj;
+  o.given = !obj.is_none();
+  if (!o.given) return;
+  import_tensor(o.arg, name, obj);
+  o.data = o.arg.data();
+}
+
+void LatentRopeArgs::import(const char* latent_name, nb::handle latent_obj,
+                            const char* rope_name_given, nb::handle rope_obj,
+                            const char* combined_rope_name) {
+  combined = rope_obj.is_none();
+  import_tensor(combined ? whole : latent, latent_name, latent_obj);
+  rope_name = combined ? combined_rope_name : rope_name_given;
+  if (!combined) import_tensor(rope, rope_name_given, rope_obj);
+}
+
+void LatentRopeArgs::split(const char* latent_name, int64_t latent_width, int64_t rope_width,
+                           const char* why) {
+  if (!combined) return;
+  expect_last_dim(whole, latent_name, latent_width + rope_width, why);
+  latent.slice_last_dim(whole, 0, latent_width);
+  rope.slice_last_dim(whole, latent_width, rope_width);
 }
 
 }  // namespace mlakit::python

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 
 #include <cuda_runtime_api.h>
@@ -37,6 +38,8 @@ void expect_ndim(const TensorArg& t, const char* name, int ndim, const char* dim
 // expected sizes come from.
 void expect_shape(const TensorArg& t, const char* name, std::initializer_list<int64_t> want,
                   const char* why);
+// expect_shape with every size but the last one free.
+void expect_last_dim(const TensorArg& t, const char* name, int64_t size, const char* why);
 
 // The stride the kernel uses for dimension i: 0 (= "contiguous", never used) for a dimension of
 // one element, whose stride producers report as anything.
@@ -53,6 +56,23 @@ void expect_contiguous(const TensorArg& t, const char* name);
 void expect_cuda(const TensorArg& t, const char* name);
 // ValueError unless on cuda:`device`, the device of the argument `reference`.
 void expect_device(const TensorArg& t, const char* name, int device, const char* reference);
+
+// A tensor argument and the name the caller knows it by; a null tensor is an argument left out.
+struct NamedArg {
+  const TensorArg* t;
+  const char* name;
+};
+// ValueError unless the first tensor is a CUDA tensor and each other one is on its device,
+// checked in order; returns that device. Null tensors are skipped. Inline, so that the exception
+// of a failed check unwinds no extra frame: unwinding is most of what a failed call costs.
+inline int expect_one_device(std::span<const NamedArg> args) {
+  const NamedArg& lead = args[0];
+  expect_cuda(*lead.t, lead.name);
+  const int device = lead.t->view().device.device_id;
+  for (const NamedArg& a : args.subspan(1))
+    if (a.t != nullptr) expect_device(*a.t, a.name, device, lead.name);
+  return device;
+}
 
 // sm_scale as a finite float32 value: TypeError for what is no number, ValueError otherwise.
 double read_scale(nb::handle obj);
@@ -77,5 +97,34 @@ class DeviceGuard {
 };
 
 bool is_capturing(cudaStream_t stream);
+
+// An output argument: the caller's tensor, or None for one the call allocates (op_call.h).
+struct OutputArg {
+  bool given = false;
+  nb::handle obj;
+  TensorArg arg;          // the caller's tensor, read and checked like an input
+  void* data = nullptr;   // where the kernel writes: the caller's tensor or the new one
+};
+// TypeError unless `obj` is None or reads as a tensor.
+void import_output(OutputArg& o, const char* name, nb::handle obj);
+
+// A latent and a rope tensor, or the engines' combined tensor whose rows hold the latent then the
+// rope part, taken as two views of it (same strides, no copy). Names are those the caller sees:
+// with the combined form, errors about the rope part name it "<latent>[..., 512:]".
+struct LatentRopeArgs {
+  TensorArg whole, latent, rope;
+  bool combined = false;
+  const char* rope_name = "";
+
+  // `rope_obj` None: `latent_obj` is the combined tensor, whose rope part errors call
+  // `combined_rope_name`.
+  void import(const char* latent_name, nb::handle latent_obj, const char* rope_name_given,
+              nb::handle rope_obj, const char* combined_rope_name);
+  // The tensor the caller passed for the latent argument (the combined one, or the latent).
+  const TensorArg& given() const { return combined ? whole : latent; }
+  // The combined form: ValueError unless its rows are latent_width + rope_width wide (`why`
+  // says so), then the two views.
+  void split(const char* latent_name, int64_t latent_width, int64_t rope_width, const char* why);
+};
 
 }  // namespace mlakit::python

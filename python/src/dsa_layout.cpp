@@ -61,11 +61,10 @@ void expect_fp8_cache_rank(const TensorArg& t, const char* name) {
 
 void expect_fp8_cache_shape(const TensorArg& t, const char* name, int64_t pages, int64_t page_size,
                             const char* why) {
-  const std::string rows = std::string("656-byte rows of the FP8 cache") + (*why ? "; " : "") + why;
   if (t.ndim() == 3)
-    expect_shape(t, name, {pages, page_size, kRowBytes}, rows.c_str());
+    expect_shape(t, name, {pages, page_size, kRowBytes}, why);
   else
-    expect_shape(t, name, {pages, page_size, 1, kRowBytes}, rows.c_str());
+    expect_shape(t, name, {pages, page_size, 1, kRowBytes}, why);
 }
 
 int64_t fp8_cache_page_stride(const TensorArg& t, const char* name) {

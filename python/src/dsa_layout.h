@@ -30,9 +30,10 @@ bool is_fp8_cache_dtype(const TensorArg& t);
 void expect_fp8_cache_dtype(const TensorArg& t, const char* name);
 void expect_fp8_cache_rank(const TensorArg& t, const char* name);
 // Row width 656 (and the 1 of the 4-D form); num_pages and page_size equal to `pages` and
-// `page_size` where those are >= 0, `why` saying where they come from.
+// `page_size` where those are >= 0, `why` saying where the expected sizes come from.
 void expect_fp8_cache_shape(const TensorArg& t, const char* name, int64_t pages = -1,
-                            int64_t page_size = -1, const char* why = "");
+                            int64_t page_size = -1,
+                            const char* why = "656-byte rows of the FP8 cache");
 // Rows contiguous, pages >= page_size * 656 bytes and a multiple of 16 bytes apart, the data
 // pointer aligned. Returns DsaTensors::kv_stride_page: the page stride in bytes, 0 for one page.
 int64_t fp8_cache_page_stride(const TensorArg& t, const char* name);

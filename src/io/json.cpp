@@ -181,36 +181,38 @@ Status get_member(const Value& object, std::string_view key, const Value** out, 
   return Status::ok();
 }
 
-Status get_int(const Value& object, std::string_view key, int64_t* out, std::string_view where) {
+namespace {
+
+// The member `key` of `object` read by `read` when `fits` it, else the mismatch naming `kind`.
+template <class T, class Fits, class Read>
+Status get_as(const Value& object, std::string_view key, T* out, std::string_view where, const char* kind,
+              Fits fits, Read read) {
   const Value* v = nullptr;
   MLAKIT_RETURN_IF_ERROR(get_member(object, key, &v, where));
-  if (!is_integer(*v)) return mismatch(where, key, "an integer", *v);
-  *out = as_int(*v);
+  if (!fits(*v)) return mismatch(where, key, kind, *v);
+  *out = read(*v);
   return Status::ok();
+}
+
+}  // namespace
+
+Status get_int(const Value& object, std::string_view key, int64_t* out, std::string_view where) {
+  return get_as(object, key, out, where, "an integer", is_integer, as_int);
 }
 
 Status get_number(const Value& object, std::string_view key, double* out, std::string_view where) {
-  const Value* v = nullptr;
-  MLAKIT_RETURN_IF_ERROR(get_member(object, key, &v, where));
-  if (!v->is_number()) return mismatch(where, key, "a number", *v);
-  *out = v->get<double>();
-  return Status::ok();
+  return get_as(object, key, out, where, "a number", [](const Value& v) { return v.is_number(); },
+                [](const Value& v) { return v.get<double>(); });
 }
 
 Status get_string(const Value& object, std::string_view key, std::string* out, std::string_view where) {
-  const Value* v = nullptr;
-  MLAKIT_RETURN_IF_ERROR(get_member(object, key, &v, where));
-  if (!v->is_string()) return mismatch(where, key, "a string", *v);
-  *out = v->get<std::string>();
-  return Status::ok();
+  return get_as(object, key, out, where, "a string", [](const Value& v) { return v.is_string(); },
+                [](const Value& v) { return v.get<std::string>(); });
 }
 
 Status get_bool(const Value& object, std::string_view key, bool* out, std::string_view where) {
-  const Value* v = nullptr;
-  MLAKIT_RETURN_IF_ERROR(get_member(object, key, &v, where));
-  if (!v->is_boolean()) return mismatch(where, key, "a bool", *v);
-  *out = v->get<bool>();
-  return Status::ok();
+  return get_as(object, key, out, where, "a bool", [](const Value& v) { return v.is_boolean(); },
+                [](const Value& v) { return v.get<bool>(); });
 }
 
 Status get_optional_int(const Value& object, std::string_view key, int64_t* out, std::string_view where) {

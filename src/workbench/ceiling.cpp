@@ -109,6 +109,76 @@ Status fill_with_pattern(void* dst, size_t elems, const std::vector<uint16_t>& p
   return cuda_status(cudaStreamSynchronize(stream), "filling GEMM inputs");
 }
 
+// What one measurement holds on the measured device: the device made current (the previous one is
+// put back at the end, after everything below is released there), its buffers, one stream and
+// its events.
+class DeviceScratch {
+ public:
+  DeviceScratch() = default;
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  ~DeviceScratch() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    if (stream_) cudaStreamDestroy(stream_);
+    for (void* p : buffers_) cudaFree(p);
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+
+  // The device's facts, then the device made current and its free memory, which bounds what a
+  // measurement allocates.
+  Status enter(int device, DeviceFacts* facts, size_t* free_bytes) {
+    MLAKIT_RETURN_IF_ERROR(query_device(device, facts));
+    int previous = 0;
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&previous), "cudaGetDevice"));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
+    previous_ = previous;
+    size_t total_bytes = 0;
+    return cuda_status(cudaMemGetInfo(free_bytes, &total_bytes), "cudaMemGetInfo");
+  }
+  Status buffer(size_t bytes, void** p, const char* what) {
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(p, bytes), what));
+    buffers_.push_back(*p);
+    return Status::ok();
+  }
+  // A non-blocking stream: the measurement waits for nothing else on the device.
+  Status stream(cudaStream_t* s) {
+    MLAKIT_RETURN_IF_ERROR(
+        cuda_status(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+    *s = stream_;
+    return Status::ok();
+  }
+  Status event(cudaEvent_t* e) {
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaEventCreate(e), "cudaEventCreate"));
+    events_.push_back(*e);
+    return Status::ok();
+  }
+
+ private:
+  int previous_ = -1;
+  std::vector<void*> buffers_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+};
+
+// What copy_ceiling and matmul_ceiling share: the cached figure of the device's name, else (or
+// when `remeasure`) a measurement stored in the cache.
+template <class Ceiling>
+Status cached_or_measured(int device, Ceiling* out, const std::string& cache_path, bool remeasure,
+                          Status (*cached)(const std::string&, Ceiling*, const std::string&),
+                          Status (*measure)(int, Ceiling*),
+                          Status (*store)(const Ceiling&, const std::string&)) {
+  const std::string path = resolve(cache_path);
+  DeviceFacts facts;
+  MLAKIT_RETURN_IF_ERROR(query_device(device, &facts));
+  if (!remeasure) {
+    const Status from_cache = cached(facts.name, out, path);
+    if (from_cache) return from_cache;
+  }
+  MLAKIT_RETURN_IF_ERROR(measure(device, out));
+  out->path = path;
+  return store(*out, path);
+}
+
 }  // namespace
 
 std::string default_ceiling_cache_path() { return user_cache_dir() + "/ceiling.json"; }
@@ -116,51 +186,33 @@ std::string default_ceiling_cache_path() { return user_cache_dir() + "/ceiling.j
 Status measure_copy_ceiling(int device, CopyCeiling* out) {
   *out = CopyCeiling{};
   DeviceFacts facts;
-  MLAKIT_RETURN_IF_ERROR(query_device(device, &facts));
-  int previous = 0;
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&previous), "cudaGetDevice"));
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
-
-  struct Resources {
-    int restore;
-    void* src = nullptr;
-    void* dst = nullptr;
-    cudaStream_t stream = nullptr;
-    cudaEvent_t ev[2] = {nullptr, nullptr};
-    ~Resources() {
-      for (auto e : ev)
-        if (e) cudaEventDestroy(e);
-      if (stream) cudaStreamDestroy(stream);
-      if (src) cudaFree(src);
-      if (dst) cudaFree(dst);
-      cudaSetDevice(restore);
-    }
-  } res{previous};
-
-  size_t free_bytes = 0, total_bytes = 0;
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
+  DeviceScratch scratch;
+  size_t free_bytes = 0;
+  MLAKIT_RETURN_IF_ERROR(scratch.enter(device, &facts, &free_bytes));
   // Two buffers within a quarter of free memory each, rounded down to 2 MiB.
   size_t bytes = std::min(kMaxCopyBytes, free_bytes / 4) & ~((size_t(2) << 20) - 1);
   if (bytes < kMinCopyBytes)
     return Status::device_error("only " + std::to_string(free_bytes >> 20) +
                                 " MiB free on the device; the copy ceiling needs 2 x " +
                                 std::to_string(kMinCopyBytes >> 20) + " MiB");
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&res.src, bytes), "cudaMalloc (copy source)"));
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&res.dst, bytes), "cudaMalloc (copy destination)"));
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&res.stream, cudaStreamNonBlocking),
-                                     "cudaStreamCreate"));
-  for (auto& e : res.ev) MLAKIT_RETURN_IF_ERROR(cuda_status(cudaEventCreate(&e), "cudaEventCreate"));
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(res.src, 1, bytes, res.stream), "cudaMemsetAsync"));
+  void *src = nullptr, *dst = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t ev[2] = {nullptr, nullptr};
+  MLAKIT_RETURN_IF_ERROR(scratch.buffer(bytes, &src, "cudaMalloc (copy source)"));
+  MLAKIT_RETURN_IF_ERROR(scratch.buffer(bytes, &dst, "cudaMalloc (copy destination)"));
+  MLAKIT_RETURN_IF_ERROR(scratch.stream(&stream));
+  for (cudaEvent_t& e : ev) MLAKIT_RETURN_IF_ERROR(scratch.event(&e));
+  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(src, 1, bytes, stream), "cudaMemsetAsync"));
 
   std::vector<double> ms;
   for (int i = 0; i < kWarmup + kRepeats; ++i) {
-    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaEventRecord(res.ev[0], res.stream), "cudaEventRecord"));
-    MLAKIT_RETURN_IF_ERROR(cuda_status(
-        cudaMemcpyAsync(res.dst, res.src, bytes, cudaMemcpyDeviceToDevice, res.stream), "cudaMemcpyAsync"));
-    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaEventRecord(res.ev[1], res.stream), "cudaEventRecord"));
-    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaEventSynchronize(res.ev[1]), "copy"));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaEventRecord(ev[0], stream), "cudaEventRecord"));
+    MLAKIT_RETURN_IF_ERROR(
+        cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync"));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaEventRecord(ev[1], stream), "cudaEventRecord"));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaEventSynchronize(ev[1]), "copy"));
     float t = 0;
-    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaEventElapsedTime(&t, res.ev[0], res.ev[1]), "cudaEventElapsedTime"));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaEventElapsedTime(&t, ev[0], ev[1]), "cudaEventElapsedTime"));
     if (i >= kWarmup) ms.push_back(t);
   }
   const double median_ms = summarize_samples(ms).median;
@@ -197,16 +249,8 @@ Status cached_copy_ceiling(const std::string& device_name, CopyCeiling* out,
 }
 
 Status copy_ceiling(int device, CopyCeiling* out, const std::string& cache_path, bool remeasure) {
-  const std::string path = resolve(cache_path);
-  DeviceFacts facts;
-  MLAKIT_RETURN_IF_ERROR(query_device(device, &facts));
-  if (!remeasure) {
-    const Status cached = cached_copy_ceiling(facts.name, out, path);
-    if (cached) return cached;
-  }
-  MLAKIT_RETURN_IF_ERROR(measure_copy_ceiling(device, out));
-  out->path = path;
-  return store_copy_ceiling(*out, path);
+  return cached_or_measured(device, out, cache_path, remeasure, cached_copy_ceiling, measure_copy_ceiling,
+                            store_copy_ceiling);
 }
 
 Status store_copy_ceiling(const CopyCeiling& c, const std::string& cache_path) {
@@ -229,29 +273,10 @@ const GemmShape* matmul_ceiling_shapes(int* count) {
 Status measure_matmul_ceiling(int device, MatmulCeiling* out) {
   *out = MatmulCeiling{};
   DeviceFacts facts;
-  MLAKIT_RETURN_IF_ERROR(query_device(device, &facts));
-  int previous = 0;
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&previous), "cudaGetDevice"));
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
-
-  struct Resources {
-    int restore;
-    void* a = nullptr;
-    void* b = nullptr;
-    void* c = nullptr;
-    void* workspace = nullptr;
-    cudaStream_t stream = nullptr;
-    ~Resources() {
-      if (stream) cudaStreamDestroy(stream);
-      for (void* p : {a, b, c, workspace})
-        if (p) cudaFree(p);
-      cudaSetDevice(restore);
-    }
-  } res{previous};
-
+  DeviceScratch scratch;
+  size_t free_bytes = 0;
+  MLAKIT_RETURN_IF_ERROR(scratch.enter(device, &facts, &free_bytes));
   // The shapes whose A, B and C fit in half the free memory; the buffers fit the largest of each.
-  size_t free_bytes = 0, total_bytes = 0;
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
   std::vector<GemmShape> shapes;
   size_t a_elems = 0, b_elems = 0, c_elems = 0;
   for (const GemmShape& s : kMatmulShapes) {
@@ -270,22 +295,23 @@ Status measure_matmul_ceiling(int device, MatmulCeiling* out) {
                                 std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
                                 " GEMM and the cuBLAS workspace)");
   }
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&res.a, a_elems * 2), "cudaMalloc (GEMM A)"));
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&res.b, b_elems * 2), "cudaMalloc (GEMM B)"));
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&res.c, c_elems * 2), "cudaMalloc (GEMM C)"));
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&res.workspace, kCublasWorkspaceBytes), "cudaMalloc (cuBLAS workspace)"));
-  MLAKIT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&res.stream, cudaStreamNonBlocking),
-                                     "cudaStreamCreate"));
+  void *a = nullptr, *b = nullptr, *c = nullptr, *workspace = nullptr;
+  cudaStream_t stream = nullptr;
+  MLAKIT_RETURN_IF_ERROR(scratch.buffer(a_elems * 2, &a, "cudaMalloc (GEMM A)"));
+  MLAKIT_RETURN_IF_ERROR(scratch.buffer(b_elems * 2, &b, "cudaMalloc (GEMM B)"));
+  MLAKIT_RETURN_IF_ERROR(scratch.buffer(c_elems * 2, &c, "cudaMalloc (GEMM C)"));
+  MLAKIT_RETURN_IF_ERROR(scratch.buffer(kCublasWorkspaceBytes, &workspace, "cudaMalloc (cuBLAS workspace)"));
+  MLAKIT_RETURN_IF_ERROR(scratch.stream(&stream));
 
   std::vector<uint16_t> pattern(kPatternElems);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (uint16_t& x : pattern) x = float_to_bf16(uniform(rng));
-  MLAKIT_RETURN_IF_ERROR(fill_with_pattern(res.a, a_elems, pattern, res.stream));
-  MLAKIT_RETURN_IF_ERROR(fill_with_pattern(res.b, b_elems, pattern, res.stream));
+  MLAKIT_RETURN_IF_ERROR(fill_with_pattern(a, a_elems, pattern, stream));
+  MLAKIT_RETURN_IF_ERROR(fill_with_pattern(b, b_elems, pattern, stream));
 
-  CublasBf16Gemm cublas;  // declared after `res`: its handle goes before the stream it uses
-  MLAKIT_RETURN_IF_ERROR(cublas.init(res.stream, res.workspace, kCublasWorkspaceBytes));
+  CublasBf16Gemm cublas;  // declared after `scratch`: its handle goes before the stream it uses
+  MLAKIT_RETURN_IF_ERROR(cublas.init(stream, workspace, kCublasWorkspaceBytes));
 
   TimingConfig config;
   config.warmup = kMatmulWarmup;
@@ -295,13 +321,13 @@ Status measure_matmul_ceiling(int device, MatmulCeiling* out) {
   config.cold_l2 = false;
   config.label = "cublas_bf16_gemm";
   for (const GemmShape& s : shapes) {
-    // The handle enqueues on res.stream, the stream the timer is given.
+    // The handle enqueues on `stream`, the stream the timer is given.
     const GpuCall gemm = [&](cudaStream_t) {
-      return cublas.gemm_tn(int(s.m), int(s.n), int(s.k), res.a, res.b, res.c);
+      return cublas.gemm_tn(int(s.m), int(s.n), int(s.k), a, b, c);
     };
     TimingResult t;
     const std::string shape = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-    if (Status st = time_gpu_call(gemm, res.stream, config, &t); !st)
+    if (Status st = time_gpu_call(gemm, stream, config, &t); !st)
       return Status(st.code(), "bf16 GEMM " + shape + ": " + st.message());
     if (!(t.median_us > 0)) return Status::device_error("bf16 GEMM " + shape + ": timed at 0 us");
     const double tflops = 2.0 * double(s.m) * double(s.n) * double(s.k) / (t.median_us * 1e6);
@@ -369,16 +395,8 @@ Status store_matmul_ceiling(const MatmulCeiling& c, const std::string& cache_pat
 }
 
 Status matmul_ceiling(int device, MatmulCeiling* out, const std::string& cache_path, bool remeasure) {
-  const std::string path = resolve(cache_path);
-  DeviceFacts facts;
-  MLAKIT_RETURN_IF_ERROR(query_device(device, &facts));
-  if (!remeasure) {
-    const Status cached = cached_matmul_ceiling(facts.name, out, path);
-    if (cached) return cached;
-  }
-  MLAKIT_RETURN_IF_ERROR(measure_matmul_ceiling(device, out));
-  out->path = path;
-  return store_matmul_ceiling(*out, path);
+  return cached_or_measured(device, out, cache_path, remeasure, cached_matmul_ceiling, measure_matmul_ceiling,
+                            store_matmul_ceiling);
 }
 
 }  // namespace mlakit

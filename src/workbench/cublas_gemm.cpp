@@ -1,13 +1,13 @@
-// cuBLAS through dlopen: the entry points one bf16 GEMM needs, typed from the toolkit's
-// cublas_api.h (declarations only) and resolved with dlsym on first use.
+// cuBLAS through dlopen (workbench/shared_library.h): the entry points one bf16 GEMM needs, typed
+// from the toolkit's cublas_api.h and resolved on first use.
 #include "workbench/cublas_gemm.h"
-
-#include <dlfcn.h>
 
 #include <mutex>
 #include <type_traits>
 
 #include <cublas_api.h>
+
+#include "workbench/shared_library.h"
 
 namespace mlakit {
 namespace {
@@ -19,14 +19,6 @@ constexpr const char* kCublasSoname = "libcublas.so." MLAKIT_STR(CUBLAS_VER_MAJO
 #undef MLAKIT_STR
 #undef MLAKIT_STR2
 
-// decltype takes the declared signatures without referencing the symbols (nothing to link).
-using CreateFn = decltype(&cublasCreate_v2);
-using DestroyFn = decltype(&cublasDestroy_v2);
-using SetStreamFn = decltype(&cublasSetStream_v2);
-using SetWorkspaceFn = decltype(&cublasSetWorkspace_v2);
-using SetMathModeFn = decltype(&cublasSetMathMode);
-using GetPropertyFn = decltype(&cublasGetProperty);
-using StatusStringFn = decltype(&cublasGetStatusString);
 // cublasGemmEx has a C++ overload (a cudaDataType compute type); the cast picks the C entry point
 // and fails to compile if the header's signature ever differs.
 using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
@@ -36,13 +28,13 @@ static_assert(std::is_same_v<decltype(static_cast<GemmExFn>(&cublasGemmEx)), Gem
 
 struct Cublas {
   Status loaded;
-  CreateFn create = nullptr;
-  DestroyFn destroy = nullptr;
-  SetStreamFn set_stream = nullptr;
-  SetWorkspaceFn set_workspace = nullptr;
-  SetMathModeFn set_math_mode = nullptr;
-  GetPropertyFn get_property = nullptr;
-  StatusStringFn status_string = nullptr;
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSetWorkspace_v2) set_workspace = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;
+  decltype(&cublasGetProperty) get_property = nullptr;
+  decltype(&cublasGetStatusString) status_string = nullptr;
   GemmExFn gemm_ex = nullptr;
 
   Status check(cublasStatus_t rc, const char* what) const {
@@ -52,39 +44,31 @@ struct Cublas {
   }
 };
 
-// The loader's search path first (LD_LIBRARY_PATH, the binary's RUNPATH, ld.so.cache), then the
-// toolkit's library folder of the build.
-void* open_cublas(std::string* error) {
-  void* h = dlopen(kCublasSoname, RTLD_NOW | RTLD_LOCAL);
-  if (h) return h;
-  const char* e = dlerror();
-  *error = e ? e : "unknown reason";
-#ifdef MLAKIT_CUDA_LIBRARY_DIR
-  h = dlopen((std::string(MLAKIT_CUDA_LIBRARY_DIR) + "/" + kCublasSoname).c_str(), RTLD_NOW | RTLD_LOCAL);
-#endif
-  return h;
-}
-
 const Cublas& cublas() {
   static Cublas lib;
   static std::once_flag once;
   std::call_once(once, [] {
-    std::string error;
-    void* h = open_cublas(&error);
-    if (!h) {
+    // The loader's search path first (LD_LIBRARY_PATH, the binary's RUNPATH, ld.so.cache), then
+    // the toolkit's library folder of the build.
+    SharedLibrary so;
+#ifdef MLAKIT_CUDA_LIBRARY_DIR
+    const bool opened = so.open({kCublasSoname, std::string(MLAKIT_CUDA_LIBRARY_DIR) + "/" + kCublasSoname});
+#else
+    const bool opened = so.open({kCublasSoname});
+#endif
+    if (!opened) {
       lib.loaded = Status::not_found(std::string("cannot load ") + kCublasSoname +
-                                     " (cuBLAS of the CUDA toolkit, needed for the bf16 tensor peak): " + error);
+                                     " (cuBLAS of the CUDA toolkit, needed for the bf16 tensor peak): " + so.error());
       return;
     }
-    auto sym = [h](const char* name) { return dlsym(h, name); };
-    lib.create = reinterpret_cast<CreateFn>(sym("cublasCreate_v2"));
-    lib.destroy = reinterpret_cast<DestroyFn>(sym("cublasDestroy_v2"));
-    lib.set_stream = reinterpret_cast<SetStreamFn>(sym("cublasSetStream_v2"));
-    lib.set_workspace = reinterpret_cast<SetWorkspaceFn>(sym("cublasSetWorkspace_v2"));
-    lib.set_math_mode = reinterpret_cast<SetMathModeFn>(sym("cublasSetMathMode"));
-    lib.get_property = reinterpret_cast<GetPropertyFn>(sym("cublasGetProperty"));
-    lib.status_string = reinterpret_cast<StatusStringFn>(sym("cublasGetStatusString"));
-    lib.gemm_ex = reinterpret_cast<GemmExFn>(sym("cublasGemmEx"));
+    so.bind(&lib.create, "cublasCreate_v2");
+    so.bind(&lib.destroy, "cublasDestroy_v2");
+    so.bind(&lib.set_stream, "cublasSetStream_v2");
+    so.bind(&lib.set_workspace, "cublasSetWorkspace_v2");
+    so.bind(&lib.set_math_mode, "cublasSetMathMode");
+    so.bind(&lib.get_property, "cublasGetProperty");
+    so.bind(&lib.status_string, "cublasGetStatusString");
+    so.bind(&lib.gemm_ex, "cublasGemmEx");
     if (!lib.create || !lib.destroy || !lib.set_stream || !lib.set_workspace || !lib.set_math_mode ||
         !lib.get_property || !lib.gemm_ex)
       lib.loaded = Status::not_found(std::string(kCublasSoname) +

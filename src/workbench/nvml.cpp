@@ -1,9 +1,8 @@
-// NVML through dlopen: the entry points the timer reads, typed from nvml.h (the pinned
-// nvidia-nvml-dev header in .deps/; declarations only) and resolved with dlsym at run time, so
-// the binary needs no libnvidia-ml at link or load time and runs where the driver has none.
+// NVML through dlopen (workbench/shared_library.h): the entry points the timer reads, typed from
+// nvml.h (the pinned nvidia-nvml-dev header in .deps/), so the binary needs no libnvidia-ml at link
+// or load time and runs where the driver has none.
 #include "workbench/nvml.h"
 
-#include <dlfcn.h>
 #include <nvml.h>
 
 #include <cstdio>
@@ -12,27 +11,20 @@
 #include <cuda_runtime_api.h>
 
 #include "base/cuda_status.h"
+#include "workbench/shared_library.h"
 
 namespace mlakit {
 namespace {
 
-// decltype takes the declared signatures without referencing the symbols (nothing to link).
-using NvmlInitFn = decltype(&nvmlInit_v2);
-using NvmlHandleByPciFn = decltype(&nvmlDeviceGetHandleByPciBusId_v2);
-using NvmlClockFn = decltype(&nvmlDeviceGetClockInfo);
-using NvmlMaxClockFn = decltype(&nvmlDeviceGetMaxClockInfo);
-// Also the type of the deprecated nvmlDeviceGetCurrentClocksThrottleReasons (the same signature).
-using NvmlReasonsFn = decltype(&nvmlDeviceGetCurrentClocksEventReasons);
-using NvmlErrorStringFn = decltype(&nvmlErrorString);
-
 struct Nvml {
   bool loaded = false;
   std::string error;
-  NvmlHandleByPciFn handle_by_pci = nullptr;
-  NvmlClockFn clock_info = nullptr;
-  NvmlMaxClockFn max_clock_info = nullptr;
-  NvmlReasonsFn reasons = nullptr;
-  NvmlErrorStringFn error_string = nullptr;
+  decltype(&nvmlDeviceGetHandleByPciBusId_v2) handle_by_pci = nullptr;
+  decltype(&nvmlDeviceGetClockInfo) clock_info = nullptr;
+  decltype(&nvmlDeviceGetMaxClockInfo) max_clock_info = nullptr;
+  // Also the type of the deprecated nvmlDeviceGetCurrentClocksThrottleReasons (the same signature).
+  decltype(&nvmlDeviceGetCurrentClocksEventReasons) reasons = nullptr;
+  decltype(&nvmlErrorString) error_string = nullptr;
 
   std::string describe(nvmlReturn_t rc) const {
     const char* s = error_string ? error_string(rc) : nullptr;
@@ -44,21 +36,20 @@ const Nvml& nvml() {
   static Nvml lib;
   static std::once_flag once;
   std::call_once(once, [] {
-    void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* e = dlerror();
-      lib.error = std::string("cannot load libnvidia-ml.so.1: ") + (e ? e : "unknown reason");
+    SharedLibrary so;
+    if (!so.open({"libnvidia-ml.so.1"})) {
+      lib.error = "cannot load libnvidia-ml.so.1: " + so.error();
       return;
     }
-    auto init = reinterpret_cast<NvmlInitFn>(dlsym(h, "nvmlInit_v2"));
-    lib.handle_by_pci = reinterpret_cast<NvmlHandleByPciFn>(dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2"));
-    lib.clock_info = reinterpret_cast<NvmlClockFn>(dlsym(h, "nvmlDeviceGetClockInfo"));
-    lib.max_clock_info = reinterpret_cast<NvmlMaxClockFn>(dlsym(h, "nvmlDeviceGetMaxClockInfo"));
+    decltype(&nvmlInit_v2) init = nullptr;
+    so.bind(&init, "nvmlInit_v2");
+    so.bind(&lib.handle_by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
+    so.bind(&lib.clock_info, "nvmlDeviceGetClockInfo");
+    so.bind(&lib.max_clock_info, "nvmlDeviceGetMaxClockInfo");
     // Renamed "clocks event reasons" in driver 535; older drivers export only the throttle name.
-    lib.reasons = reinterpret_cast<NvmlReasonsFn>(dlsym(h, "nvmlDeviceGetCurrentClocksEventReasons"));
-    if (!lib.reasons)
-      lib.reasons = reinterpret_cast<NvmlReasonsFn>(dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons"));
-    lib.error_string = reinterpret_cast<NvmlErrorStringFn>(dlsym(h, "nvmlErrorString"));
+    so.bind(&lib.reasons, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (!lib.reasons) so.bind(&lib.reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    so.bind(&lib.error_string, "nvmlErrorString");
     if (!init || !lib.handle_by_pci || !lib.clock_info) {
       lib.error = "libnvidia-ml.so.1 lacks nvmlInit_v2 / nvmlDeviceGetHandleByPciBusId_v2 / "
                   "nvmlDeviceGetClockInfo";

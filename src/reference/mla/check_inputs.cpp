@@ -34,15 +34,22 @@ void check_request(const MlaProblem& p, const int32_t* table_row, int32_t seqlen
 
 }  // namespace
 
-Status mla_check_inputs_host(const MlaProblem& problem, const int32_t* block_table, int64_t block_table_stride_b,
-                             const int32_t* cache_seqlens, int64_t* num_bad) {
+Status mla_check_inputs_args(const MlaProblem& problem, const int32_t* block_table, int64_t block_table_stride_b,
+                             const int32_t* cache_seqlens, int64_t* stride) {
   MLAKIT_RETURN_IF_ERROR(problem.validate());
   if (block_table == nullptr) return Status::invalid_argument("block_table: null pointer");
   if (cache_seqlens == nullptr) return Status::invalid_argument("cache_seqlens: null pointer");
-  const int64_t stride = block_table_stride_b == 0 ? problem.max_pages : block_table_stride_b;
-  if (stride < problem.max_pages)
+  *stride = block_table_stride_b == 0 ? problem.max_pages : block_table_stride_b;
+  if (*stride < problem.max_pages)
     return Status::invalid_argument("block_table_stride_b: expected >= max_pages (" +
-                                    std::to_string(problem.max_pages) + "), got " + std::to_string(stride));
+                                    std::to_string(problem.max_pages) + "), got " + std::to_string(*stride));
+  return Status::ok();
+}
+
+Status mla_check_inputs_host(const MlaProblem& problem, const int32_t* block_table, int64_t block_table_stride_b,
+                             const int32_t* cache_seqlens, int64_t* num_bad) {
+  int64_t stride = 0;
+  MLAKIT_RETURN_IF_ERROR(mla_check_inputs_args(problem, block_table, block_table_stride_b, cache_seqlens, &stride));
   Findings f;
   for (int b = 0; b < problem.batch; ++b) check_request(problem, block_table + b * stride, cache_seqlens[b], b, &f);
   if (num_bad != nullptr) *num_bad = f.count;

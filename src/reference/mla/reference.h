@@ -32,4 +32,10 @@ Status mla_reference(const MlaProblem& problem, const MlaTensors& inputs, MlaRef
 Status mla_check_inputs_host(const MlaProblem& problem, const int32_t* block_table, int64_t block_table_stride_b,
                              const int32_t* cache_seqlens, int64_t* num_bad = nullptr);
 
+// The arguments' checks of both halves of mla_check_inputs (the device one copies the tensors
+// here first): a valid problem, both pointers set, a block_table row stride (`*stride`, 0 read as
+// max_pages) of at least max_pages.
+Status mla_check_inputs_args(const MlaProblem& problem, const int32_t* block_table, int64_t block_table_stride_b,
+                             const int32_t* cache_seqlens, int64_t* stride);
+
 }  // namespace mlakit

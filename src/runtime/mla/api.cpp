@@ -59,13 +59,8 @@ Status mla_run(const MlaPlan& plan, const MlaTensors& x, void* workspace, size_t
 
 Status mla_check_inputs(const MlaProblem& problem, const int32_t* block_table, int64_t block_table_stride_b,
                         const int32_t* cache_seqlens, cudaStream_t stream) {
-  MLAKIT_RETURN_IF_ERROR(problem.validate());
-  if (block_table == nullptr) return Status::invalid_argument("block_table: null pointer");
-  if (cache_seqlens == nullptr) return Status::invalid_argument("cache_seqlens: null pointer");
-  const int64_t stride = block_table_stride_b == 0 ? problem.max_pages : block_table_stride_b;
-  if (stride < problem.max_pages)
-    return Status::invalid_argument("block_table_stride_b: expected >= max_pages (" +
-                                    std::to_string(problem.max_pages) + "), got " + std::to_string(stride));
+  int64_t stride = 0;
+  MLAKIT_RETURN_IF_ERROR(mla_check_inputs_args(problem, block_table, block_table_stride_b, cache_seqlens, &stride));
   std::vector<int32_t> table, lengths;
   MLAKIT_RETURN_IF_ERROR(copy_to_host(problem, block_table, stride, cache_seqlens, stream, &table, &lengths));
   return mla_check_inputs_host(problem, table.data(), 0, lengths.data());

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "workloads/dsa/synth.h"
+#include "workloads/suite.h"
 
 namespace mlakit {
 namespace contest {
@@ -12,12 +13,10 @@ namespace contest {
 namespace synth {
 
 Status make_contest_suite(uint64_t seed, DsaSuite* out) {
-  out->name = "dsa-contest";
-  out->description =
-      "the 23 public workloads of dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64 "
-      "(T = 1..8, 8462 pages of 64 slots): short rows are whole sequences laid out page by page, "
-      "full rows are top-k picks of about 60 of 64 slots per page; latency-bound";
-  out->workloads.clear();
+  start_suite(out, "dsa-contest",
+              "the 23 public workloads of dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64 "
+              "(T = 1..8, 8462 pages of 64 slots): short rows are whole sequences laid out page by page, "
+              "full rows are top-k picks of about 60 of 64 slots per page; latency-bound");
   DsaProblem p;
   p.num_heads = contest::kNumHeads;
   p.head_dim_ckv = contest::kHeadDimCkv;

@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "workloads/dsa/synth.h"
+#include "workloads/suite.h"
 
 namespace mlakit::synth {
 
@@ -195,12 +196,10 @@ Status add_fp8_edges(uint64_t seed, DsaSuite* out) {
 }
 
 Status make_edge_suite(uint64_t seed, DsaSuite* out) {
-  out->name = "dsa-edge";
-  out->description =
-      "edge cases: an empty T=1 row, padding anywhere, repeated slots, page size 1, topk 256/512/1024, "
-      "T = 1024 with empty and full rows, the first and last slot of the cache, out-of-range indices "
-      "(treated as padding)";
-  out->workloads.clear();
+  start_suite(out, "dsa-edge",
+              "edge cases: an empty T=1 row, padding anywhere, repeated slots, page size 1, topk 256/512/1024, "
+              "T = 1024 with empty and full rows, the first and last slot of the cache, out-of-range indices "
+              "(treated as padding)");
   EdgeBuilder b(seed, out);
   MLAKIT_RETURN_IF_ERROR(add_empty_and_padding(b));
   MLAKIT_RETURN_IF_ERROR(add_repeats(b));

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "workloads/dsa/synth.h"
+#include "workloads/suite.h"
 
 namespace mlakit {
 
@@ -22,11 +23,9 @@ constexpr int kServingTokens[] = {16, 32, 64, 128, 256};
 }  // namespace
 
 Status make_serving_suite(uint64_t seed, DsaSuite* out) {
-  out->name = "dsa-serving";
-  out->description =
-      "bandwidth-bound decode batches: T = 16, 32, 64, 128, 256, every row 2048 valid top-k picks "
-      "(about 60 of 64 slots per page), pages distinct across all tokens, 10240 pages of 64 slots";
-  out->workloads.clear();
+  start_suite(out, "dsa-serving",
+              "bandwidth-bound decode batches: T = 16, 32, 64, 128, 256, every row 2048 valid top-k picks "
+              "(about 60 of 64 slots per page), pages distinct across all tokens, 10240 pages of 64 slots");
   for (int T : kServingTokens) {
     DsaProblem p;
     p.num_tokens = T;

@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "workloads/mla/synth.h"
+#include "workloads/suite.h"
 
 namespace mlakit::mla_synth {
 
@@ -97,12 +98,11 @@ Status add_bad_tables(EdgeBuilder& e) {
 }  // namespace
 
 Status make_edge_suite(uint64_t seed, MlaSuite* out) {
-  out->name = "mla-edge";
-  out->description =
-      "edge cases: lengths 0 and 1, partial last pages, 128k rows, 2048 short requests, causal s_q 4 with queries "
-      "that see no row, page sizes 1 and 16, 32/64/128 heads, caches past 4 GiB (combined and separate), page ids "
-      "outside the cache (zeros), clamped lengths, shared pages; separate and combined layouts";
-  out->workloads.clear();
+  start_suite(out, "mla-edge",
+              "edge cases: lengths 0 and 1, partial last pages, 128k rows, 2048 short requests, causal s_q 4 with "
+              "queries that see no row, page sizes 1 and 16, 32/64/128 heads, caches past 4 GiB (combined and "
+              "separate), page ids outside the cache (zeros), clamped lengths, shared pages; separate and combined "
+              "layouts");
   EdgeBuilder e{seed, out};
   MLAKIT_RETURN_IF_ERROR(add_lengths(e));
   MLAKIT_RETURN_IF_ERROR(add_queries(e));

@@ -5,6 +5,7 @@
 
 #include "workloads/mla/synth.h"
 #include "workloads/rng.h"
+#include "workloads/suite.h"
 
 namespace mlakit {
 
@@ -71,12 +72,10 @@ std::string serving_name(const ServingCase& c) {
 }
 
 Status make_serving_suite(uint64_t seed, MlaSuite* out) {
-  out->name = "mla-serving";
-  out->description =
-      "bandwidth-bound decode batches on a combined 576-wide cache of 64-row pages: b = 1..256 at contexts 1k..128k "
-      "(at most 1 Mi rows per workload), 16 and 128 heads, s_q 1 and 2 (causal), mixed lengths, and the 4-request "
-      "46k/4.6k/1.7k/1.7k batch at s_q 4";
-  out->workloads.clear();
+  start_suite(out, "mla-serving",
+              "bandwidth-bound decode batches on a combined 576-wide cache of 64-row pages: b = 1..256 at contexts "
+              "1k..128k (at most 1 Mi rows per workload), 16 and 128 heads, s_q 1 and 2 (causal), mixed lengths, and "
+              "the 4-request 46k/4.6k/1.7k/1.7k batch at s_q 4");
   for (const ServingCase& c : kServing) {
     MlaWorkload w = blank_workload(serving_name(c), c.seq_q, c.heads, 64, c.seq_q > 1, MlaLayout::kCombined);
     const std::vector<int32_t> rows = c.t > 0 ? std::vector<int32_t>(size_t(c.b), c.t)
