@@ -1,10 +1,11 @@
 // A variant's tiling name from its own field table: each field is one lowercase letter and an
 // integer, in the table's order; the `always` fields are always written, the others only where
 // they differ from the struct's default ("s16n64x2m4", "s8n64x4m1p2g1h32"). A variant declares
-// its Tiling struct (int members, defaults in-class) and one table; name() and parse() follow,
-// and a new knob is one member and one row. Plain C++.
+// its Tiling struct (int members, defaults in-class) and one table (std::to_array<TilingField<
+// Tiling>>({...})); name() and parse() follow, and a new knob is one member and one row. Plain C++.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdio>
 #include <string>
@@ -25,7 +26,7 @@ struct TilingField {
 
 // The name of `t` under `fields`.
 template <class T, size_t N>
-std::string tiling_name(const T& t, const TilingField<T> (&fields)[N]) {
+std::string tiling_name(const T& t, const std::array<TilingField<T>, N>& fields) {
   const T defaults{};
   std::string out;
   char buf[16];
@@ -39,7 +40,7 @@ std::string tiling_name(const T& t, const TilingField<T> (&fields)[N]) {
 
 // The form fields spell, for messages: "s<splits>n<block_n>[p<producers>]".
 template <class T, size_t N>
-std::string tiling_form(const TilingField<T> (&fields)[N]) {
+std::string tiling_form(const std::array<TilingField<T>, N>& fields) {
   std::string out;
   for (const TilingField<T>& f : fields) {
     const std::string one = std::string(1, f.letter) + "<" + f.what + ">";
@@ -51,7 +52,7 @@ std::string tiling_form(const TilingField<T> (&fields)[N]) {
 // Parses `name` under `fields` into `out` (the fields it leaves out at their defaults). The
 // error names the form, an example and what was wrong; `out` is left alone on error.
 template <class T, size_t N>
-Status parse_tiling(const std::string& name, const TilingField<T> (&fields)[N], const char* example, T* out) {
+Status parse_tiling(const std::string& name, const std::array<TilingField<T>, N>& fields, const char* example, T* out) {
   const auto bad = [&](const std::string& why) {
     return Status::invalid_argument("tiling: " + why + ", got '" + name + "'");
   };

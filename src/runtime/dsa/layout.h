@@ -12,12 +12,7 @@
 
 namespace mlakit::dsa_layout {
 
-using row_layout::aligned;
-using row_layout::check_row_pointer;
-using row_layout::check_row_stride;
-using row_layout::kRowAlignBytes;
-using row_layout::stride_multiple;
-using row_layout::whole_rows;
+using namespace row_layout;  // the row checks both ops' layouts share
 
 // The FP8 cache's page stride in bytes (0 = contiguous pages), resolved and checked: a multiple of
 // 16 that holds page_size rows of 656 bytes.

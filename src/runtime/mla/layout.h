@@ -17,12 +17,7 @@
 
 namespace mlakit::mla_layout {
 
-using row_layout::aligned;
-using row_layout::check_row_pointer;
-using row_layout::check_row_stride;
-using row_layout::kRowAlignBytes;
-using row_layout::stride_multiple;
-using row_layout::whole_rows;
+using namespace row_layout;  // the row checks both ops' layouts share
 
 // Pointers (null, alignment) and sm_scale (finite): "block_table: null pointer",
 // "output: must be 16-byte aligned (rows are read with 16-byte copies)".

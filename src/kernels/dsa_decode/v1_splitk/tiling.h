@@ -19,12 +19,12 @@ struct Tiling {
   static Status parse(const std::string& name, Tiling* out);
 };
 
-inline constexpr TilingField<Tiling> kTilingFields[] = {
+inline constexpr auto kTilingFields = std::to_array<TilingField<Tiling>>({
     {'s', &Tiling::num_splits, true, 1, "splits"},
     {'n', &Tiling::block_n, true, 1, "block_n"},
     {'x', &Tiling::stages, true, 1, "stages"},
     {'m', &Tiling::merge_head_groups, true, 1, "merge"},
-};
+});
 inline std::string Tiling::name() const { return tiling_name(*this, kTilingFields); }
 inline Status Tiling::parse(const std::string& name, Tiling* out) {
   return parse_tiling(name, kTilingFields, "s16n64x2m4", out);

@@ -22,17 +22,11 @@ struct Tiling : dsa_ring::RingTiling {
   static Status parse(const std::string& name, Tiling* out);
 };
 
-inline constexpr TilingField<Tiling> kTilingFields[] = {
-    {'s', &Tiling::num_splits, true, 1, "splits"},
-    {'n', &Tiling::block_n, true, 1, "block_n"},
-    {'x', &Tiling::stages, true, 1, "stages"},
-    {'m', &Tiling::merge_head_groups, true, 1, "merge"},
-    {'p', &Tiling::producers, false, 1, "producers"},
-    {'g', &Tiling::gather, false, 0, "gather"},
+inline constexpr auto kTilingFields = dsa_ring::ring_fields(std::to_array<TilingField<Tiling>>({
     {'w', &Tiling::mma, false, 0, "mma"},
     {'h', &Tiling::cta_heads, false, 1, "heads per CTA"},
     {'c', &Tiling::cluster, false, 0, "cluster"},
-};
+}));
 inline std::string Tiling::name() const { return tiling_name(*this, kTilingFields); }
 inline Status Tiling::parse(const std::string& name, Tiling* out) {
   return parse_tiling(name, kTilingFields, "s8n64x8m1p4g1", out);

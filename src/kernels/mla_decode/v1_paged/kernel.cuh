@@ -416,12 +416,7 @@ __global__ void __launch_bounds__(kThreadsFor<Producers>, kCtasPerSm) mla_v1_ker
   timeline::phase(timeline::kStart);  // the phase hook (timeline.cuh; no-op in other builds)
   init_barriers(s);  // ordered before first use by locate_range's barriers
   const Range r = locate_range<kThreadsFor<Producers>, true>(p, g.qpos, blockIdx.x, s.scan, s.sched, &s.ring[0][0]);
-  timeline::phase(timeline::kSliced);  // the schedule computed
-  timeline::phase_value(timeline::kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
-  if (r.empty()) {  // more CTAs than units: this one holds none
-    timeline::phase(timeline::kStop);
-    return;
-  }
+  if (holds_nothing(r)) return;
   const int warp = threadIdx.x / 32;
   if (warp >= kConsumerWarps) produce<Stages, Producers>(p, s, r, g, warp - kConsumerWarps);
   else if constexpr (kMath) consume<Stages>(p, s, r, g);

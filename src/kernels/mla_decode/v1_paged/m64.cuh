@@ -326,12 +326,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_m64_kernel(const __grid_const
   // made it slower.
   constexpr bool kUniform = !kAligned;
   const Range r = kUniform ? warp_uniform(found) : found;
-  timeline::phase(timeline::kSliced);  // the schedule computed
-  timeline::phase_value(timeline::kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
-  if (r.empty()) {  // more CTAs than units: this one holds none
-    timeline::phase(timeline::kStop);
-    return;
-  }
+  if (holds_nothing(r)) return;
   const int warp = threadIdx.x / 32;
   if (warp >= kWgs * 4) {  // the producer warpgroup leaves once its copies are issued
     set_max_registers<kProducerRegs, false>();

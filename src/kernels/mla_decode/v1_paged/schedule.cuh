@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/timeline.cuh"
 #include "kernels/mla_decode/v1_paged/traits.h"
 
 namespace mlakit::mla_v1 {
@@ -65,6 +66,17 @@ struct Range {
   __device__ int item_pieces() const { return cut >> 16; }
   __device__ bool empty() const { return lo >= hi; }
 };
+
+// The schedule's phase stamps (timeline.cuh); true when the CTA holds no units (more CTAs than
+// units), its stop stamped: the kernel then returns.
+__device__ __forceinline__ bool holds_nothing(const Range& r) {
+  namespace timeline = kernels::timeline;
+  timeline::phase(timeline::kSliced);
+  timeline::phase_value(timeline::kCount, uint64_t(r.hi - r.lo) | (uint64_t(r.last - r.first + 1) << 32));
+  if (!r.empty()) return false;
+  timeline::phase(timeline::kStop);
+  return true;
+}
 
 // `v` with every 32-bit word lane 0's: the fields of a schedule value (a Range, a Piece), the same
 // in every lane but loaded from shared memory or chosen by a branch on such a value. The compiler

@@ -33,7 +33,7 @@ struct Tiling {
   static Status parse(const std::string& name, Tiling* out);
 };
 
-inline constexpr TilingField<Tiling> kTilingFields[] = {
+inline constexpr auto kTilingFields = std::to_array<TilingField<Tiling>>({
     {'c', &Tiling::ctas, true, 1, "ctas"},
     {'x', &Tiling::stages, true, 1, "stages"},
     {'p', &Tiling::producers, true, 1, "producers"},
@@ -41,7 +41,7 @@ inline constexpr TilingField<Tiling> kTilingFields[] = {
     {'m', &Tiling::rows, false, 1, "rows"},
     {'w', &Tiling::whole, false, 0, "whole"},
     {'o', &Tiling::order, false, 0, "order"},
-};
+});
 // Past any request's length in units: always whole.
 constexpr int kMaxWhole = 1 << 20;
 
