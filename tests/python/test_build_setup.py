@@ -177,3 +177,31 @@ def test_make_sanitize_without_a_gpu_says_why_and_exits_0(tmp_path):
         if reason:
             assert reason in r.stdout
         assert not (tmp_path / "b").exists()  # nothing configured or built
+
+
+def test_the_cli_and_the_python_package_report_the_same_version():
+    """`mlakit --version` and `mlakit.__version__`, from the build `make test` runs against."""
+    build = os.environ.get("MLAKIT_BUILD_DIR")
+    if not build or not (Path(build) / "mlakit").is_file():
+        pytest.skip("needs the build's CLI (MLAKIT_BUILD_DIR, set by scripts/test_python.sh)")
+    if not (Path(build) / "python" / "mlakit").is_dir():
+        pytest.skip("the binding was not built (nanobind missing)")
+    cli = subprocess.run([str(Path(build) / "mlakit"), "--version"], capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 0, cli.stderr
+    env = dict(os.environ, PYTHONPATH=str(Path(build) / "python"))
+    py = subprocess.run([sys.executable, "-c", "import mlakit; print(mlakit.__version__)"], env=env,
+                        capture_output=True, text=True, timeout=120, cwd=build)
+    assert py.returncode == 0, py.stderr
+    assert cli.stdout.strip() == f"mlakit {py.stdout.strip()}" == f"mlakit {CMAKE_VERSION}"
+
+
+def test_each_release_of_the_changelog_names_each_section_once():
+    text = (ROOT / "CHANGELOG.md").read_text()
+    releases = re.split(r"^## ", text, flags=re.M)[1:]
+    assert releases and releases[0].startswith(f"{CMAKE_VERSION} - "), "the newest release is the version"
+    assert not any(r.startswith("Unreleased") and "\n### " not in r for r in releases[:1])
+    for release in releases:
+        headings = re.findall(r"^### (.+)$", release, re.M)
+        assert len(headings) == len(set(headings)), (release.splitlines()[0], headings)
+        entries = [e.strip() for e in re.findall(r"^- (.+)$", release, re.M)]
+        assert len(entries) == len(set(entries)), release.splitlines()[0]
