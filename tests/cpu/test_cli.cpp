@@ -408,19 +408,50 @@ TEST(Cli, ABadOutFolderIsRefusedBeforeAnyWork) {
 }
 
 // Issue 13: progress on a terminal for long runs; quiet in pipes and logs, and with --quiet.
+// A FlashInfer-Trace dataset of three small workloads (random top-k rows over 40 pages): a suite
+// whose inputs take milliseconds where dsa-contest's 0.6 GB caches take ~18 s per run.
+void write_small_trace(const test::TempDir& dir) {
+  const std::string def = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64";
+  ASSERT_EQ(std::system(("mkdir -p " + dir.file("definitions") + " " + dir.file("workloads")).c_str()), 0);
+  std::FILE* f = std::fopen(dir.file("definitions/" + def + ".json").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fprintf(f,
+               "{\"name\": \"%s\", \"op_type\": \"dsa_paged\", \"axes\": {\"num_tokens\": {\"type\": \"var\"}, "
+               "\"num_pages\": {\"type\": \"var\"}, \"num_qo_heads\": {\"type\": \"const\", \"value\": 16}, "
+               "\"head_dim_ckv\": {\"type\": \"const\", \"value\": 512}, \"head_dim_kpe\": {\"type\": \"const\", "
+               "\"value\": 64}, \"page_size\": {\"type\": \"const\", \"value\": 64}, \"topk\": {\"type\": \"const\", "
+               "\"value\": 2048}}, \"inputs\": {\"sparse_indices\": {\"shape\": [\"num_tokens\", \"topk\"], "
+               "\"dtype\": \"int32\"}}}\n",
+               def.c_str());
+  std::fclose(f);
+  f = std::fopen(dir.file("workloads/" + def + ".jsonl").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  for (int t = 1; t <= 3; ++t)
+    std::fprintf(f,
+                 "{\"definition\": \"%s\", \"workload\": {\"uuid\": \"w%d\", \"axes\": {\"num_tokens\": %d, "
+                 "\"num_pages\": 40}, \"inputs\": {\"sparse_indices\": {\"type\": \"random\"}}}}\n",
+                 def.c_str(), t, t);
+  std::fclose(f);
+}
+
 TEST(Cli, ProgressOnlyOnATerminal) {
-  const std::string line = "\r[1/23] contest-00: ";
-  std::string out = output_on_a_terminal({"bench", "--suite", "dsa-contest", "--iters", "3", "--warmup", "1"});
-  EXPECT_NE(out.find(line), std::string::npos) << out;
-  EXPECT_NE(out.find("\r[23/23] contest-22: "), std::string::npos) << out;
-  EXPECT_NE(out.find("contest-22"), std::string::npos) << out;
-  out = output_on_a_terminal({"bench", "--suite", "dsa-contest", "--iters", "3", "--warmup", "1", "--quiet"});
-  EXPECT_EQ(out.find("[1/23]"), std::string::npos) << out;
-  EXPECT_NE(out.find("contest-22"), std::string::npos) << out;  // the table is all there
-  const Result piped = cli("bench --suite dsa-contest --iters 3 --warmup 1");
+  const test::TempDir dir;
+  write_small_trace(dir);
+  const std::vector<std::string> bench = {"bench", "--trace", dir.str(), "--iters", "3", "--warmup", "1"};
+  std::string out = output_on_a_terminal(bench);
+  EXPECT_NE(out.find("\r[1/3] trace-00: "), std::string::npos) << out;
+  EXPECT_NE(out.find("\r[3/3] trace-02: "), std::string::npos) << out;
+  EXPECT_NE(out.find("trace-02"), std::string::npos) << out;
+  std::vector<std::string> quiet = bench;
+  quiet.push_back("--quiet");
+  out = output_on_a_terminal(quiet);
+  EXPECT_EQ(out.find("[1/3]"), std::string::npos) << out;
+  EXPECT_NE(out.find("trace-02"), std::string::npos) << out;  // the table is all there
+  const Result piped = cli("bench --trace " + dir.str() + " --iters 3 --warmup 1");
   EXPECT_EQ(piped.code, 0) << piped.output;
+  EXPECT_NE(piped.output.find("trace-02"), std::string::npos) << piped.output;
   EXPECT_EQ(piped.output.find('\r'), std::string::npos) << piped.output;
-  EXPECT_EQ(piped.output.find("[1/23]"), std::string::npos) << piped.output;
+  EXPECT_EQ(piped.output.find("[1/3]"), std::string::npos) << piped.output;
   expect_usage_error("tune --quiet=1", "--quiet takes no value");
   EXPECT_EQ(cli("tune --dry-run --quiet").code, 0);
 }
