@@ -15,7 +15,7 @@ start=$(date +%s)
 cmake --build "$BUILD" -j "$JOBS" "$@" 2>&1 | python3 "$root/scripts/build_output.py" --log "$BUILD/build.log" "${quiet[@]}"
 rc=${PIPESTATUS[0]}
 if [ ${#quiet[@]} -gt 0 ]; then
-  steps=$(grep -cE '^\[[0-9]+/[0-9]+\] ' "$BUILD/build.log" || true)
+  steps=$(grep -cE '^\[([0-9]+/[0-9]+| *[0-9]+%)\] ' "$BUILD/build.log" || true)
   if [ "$rc" -eq 0 ]; then
     echo "[build] ok: $steps steps in $(( $(date +%s) - start )) s (log: $BUILD/build.log)"
   else

@@ -27,7 +27,7 @@ import sass_local_memory  # noqa: E402  (read_allowances)
 ROOT = Path(__file__).resolve().parents[1]
 _PTXAS = re.compile(r"^ptxas warning : (Local memory used for function|Registers are spilled to local memory"
                     r" in function) '(?P<name>[^']+)'")
-_PROGRESS = re.compile(r"^\[\d+/\d+\] ")
+_PROGRESS = re.compile(r"^\[(\d+/\d+| *\d+%)\] ")
 _WARNING = re.compile(r"(^[^ ]+(:\d+:\d+: |\(\d+\): )(warning|error))|^FAILED: |error:|Error ")
 
 
