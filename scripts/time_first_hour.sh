@@ -6,7 +6,9 @@
 # each with its wall time and CPU time (user + sys), then where the time went: the slowest
 # translation units (ninja's log), the slowest ctest entries and pytest's slowest tests. A
 # benchmark, not a test: it prints the figures and the targets met or missed, exit 0 unless a
-# command failed. ccache is kept out (CCACHE_DISABLE=1) unless --ccache: a warm cache would time
+# command failed. The wall time depends on what else the machine runs: the load average before and
+# after each command is recorded, and CPU / cores is given as the wall an idle machine would need
+# at best (the builds keep both cores busy). ccache is kept out (CCACHE_DISABLE=1) unless --ccache: a warm cache would time
 # a rebuild, not a newcomer's first build.
 #   scripts/time_first_hour.sh [--ccache] [WORK_DIR]     (default: a temporary folder, kept)
 set -uo pipefail
@@ -20,12 +22,14 @@ results=()
 
 # Runs one make target in a clone, its output in WORK/<label>.log; records wall and CPU seconds.
 timed_make() {  # label, clone, target
-  local label=$1 clone=$2 target=$3 t
+  local label=$1 clone=$2 target=$3 load_before load_after
   say "$label: make $target in $clone (log: $WORK/$label.log)"
+  load_before=$(cut -d' ' -f1 /proc/loadavg)
   /usr/bin/time -f "%e %U %S" -o "$WORK/$label.time" make -C "$clone" "$target" </dev/null >"$WORK/$label.log" 2>&1
   local rc=$?
   read -r wall user sys <"$WORK/$label.time" 2>/dev/null || { wall=0; user=0; sys=0; }
-  results+=("$label $wall $(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }') $rc")
+  load_after=$(cut -d' ' -f1 /proc/loadavg)
+  results+=("$label $wall $(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }') $rc $load_before $load_after")
   [ $rc -eq 0 ] || { say "$label FAILED (exit $rc); the log's end:"; tail -n 30 "$WORK/$label.log"; }
   return $rc
 }
@@ -62,10 +66,11 @@ say "pytest's slowest tests (nothing rebuilt)"
   --durations=6 </dev/null 2>/dev/null | sed -n '/slowest/,/^$/p' | grep -E '^[0-9.]+s' | head -n 6)
 
 echo
-printf '%-16s %9s %9s %9s  %s\n' "command" "wall" "CPU" "target" "verdict"
+cores=$(nproc)
+printf '%-16s %8s %8s %12s %8s %11s  %s\n' "command" "wall" "CPU" "CPU/$cores" "target" "load" "verdict (wall)"
 status=0
 for r in "${results[@]}"; do
-  read -r label wall cpu rc <<<"$r"
+  read -r label wall cpu rc lb la <<<"$r"
   case $label in
     make-run) target=75 ;;
     make-test) target=180 ;;
@@ -74,7 +79,8 @@ for r in "${results[@]}"; do
   verdict=$(awk -v w="$wall" -v t="$target" -v rc="$rc" \
     'BEGIN { print rc != 0 ? "FAILED (exit " rc ")" : (w <= t ? "met" : "missed") }')
   [ "$rc" -eq 0 ] || status=1
-  printf '%-16s %8.0fs %8.0fs %8ss  %s\n' "$label" "$wall" "$cpu" "$target" "$verdict"
+  printf '%-16s %7.0fs %7.0fs %11.0fs %7ss %5s-%-5s  %s\n' "$label" "$wall" "$cpu" \
+    "$(awk -v c="$cpu" -v n="$cores" 'BEGIN { print c / n }')" "$target" "$lb" "$la" "$verdict"
 done
 say "logs in $WORK"
 exit $status
