@@ -1,9 +1,10 @@
 """Dense paged MLA decode captured in a CUDA graph and replayed on new inputs.
 
-With `out` and `lse` given and the shape seen once before, `mlakit.mla_decode` allocates nothing
-and launches on the current stream, so a capture holds the kernel alone; replays read whatever the
-static input buffers hold. The replays are checked against eager calls on the same inputs. Needs
-PyTorch and an sm_90 GPU (pip install 'mlakit[torch]'); says why and exits 0 elsewhere.
+`mlakit.mla_decode` launches on the current stream; a call made while that stream is captured
+takes its workspace from the graph's private pool (docs/python.md, "Workspace and CUDA graphs"),
+so no warm-up call is needed. Replays read whatever the static buffers hold at replay time; each
+is checked against an eager call on the same inputs. Needs PyTorch and an sm_90 GPU
+(pip install 'mlakit[torch]'); says why and exits 0 elsewhere.
 
     python examples/mla_decode_cuda_graph.py
 """
@@ -56,11 +57,6 @@ def main():
         cache_seqlens.copy_(torch.randint(1, max_pages * page_size + 1, (b,), device=dev))
 
     new_inputs()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        step()  # the shape seen once: plan and workspace cached before the capture
-    torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         step()
