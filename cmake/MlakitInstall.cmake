@@ -3,6 +3,7 @@
 #   include/mlakit/*.h                                the public API, version.h included
 #   lib/cmake/mlakit/mlakitConfig*.cmake              find_package(mlakit CONFIG) -> mlakit::mlakit
 #   bin/mlakit                                        the CLI
+#   share/doc/mlakit/{LICENSE,THIRD_PARTY_NOTICES}    the licences of what the binaries contain
 # Components: "dev" (library, headers, package config) and "cli"; `pip install .` installs only
 # the "python" component (python/CMakeLists.txt), so none of this reaches the wheel.
 include(GNUInstallDirs)
@@ -39,3 +40,10 @@ install(FILES ${CMAKE_BINARY_DIR}/cmake/mlakitConfig.cmake
         DESTINATION ${MLAKIT_INSTALL_CMAKEDIR} COMPONENT dev)
 
 install(TARGETS mlakit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
+
+# The licences of what the installed binaries contain (CUTLASS, nlohmann/json, CLI11; nvml.h's
+# notice), beside mlakit's own.
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/THIRD_PARTY_NOTICES
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT cli)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/THIRD_PARTY_NOTICES
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)

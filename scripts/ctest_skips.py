@@ -11,6 +11,8 @@ starting with "SKIPPED: ". This script groups the skipped tests by that message:
        3 x no CUDA device visible: DsaV1Tilings.EveryInstantiatedPathMatchesReference, ...
 
 Usage: ctest_skips.py BUILD_DIR   (exit 0 always; prints nothing when nothing was skipped)
+       ctest_skips.py --failures CTEST_OUTPUT   (the failed tests' output from a saved
+                                                 `ctest --output-on-failure` run, and ctest's list)
 """
 
 from __future__ import annotations
@@ -80,9 +82,38 @@ def format_summary(groups: "OrderedDict[str, list[str]]", shown: int = 3) -> str
     return "\n".join(out)
 
 
+_RESULT = re.compile(r"^\s*\d+/\d+ Test\s+#\d+: ")
+_FAILED = re.compile(r"\*\*\*(Failed|Exception|Timeout|Not Run)|\(Failed\)|\(Timeout\)")
+_START = re.compile(r"^\s*Start\s+\d+: ")
+
+
+def failures(output: str) -> str:
+    """The result line and output of every failed test, then ctest's closing list of them."""
+    out: list[str] = []
+    keep = False
+    for line in output.splitlines():
+        if line.startswith("The following tests FAILED:") or re.match(r"^\d+% tests passed", line):
+            keep = False
+            if line.startswith("The following"):
+                out.append(line)
+                keep = True
+            continue
+        if _RESULT.match(line):
+            keep = bool(_FAILED.search(line))
+        elif _START.match(line):
+            keep = False if not out or not out[-1].startswith("The following") else keep
+        if keep:
+            out.append(line)
+    return "\n".join(out)
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[1] == "--failures":
+        text = Path(argv[2]).read_text(encoding="utf-8", errors="replace")
+        print(failures(text))
+        return 0
     if len(argv) != 2:
-        print("usage: ctest_skips.py BUILD_DIR", file=sys.stderr)
+        print("usage: ctest_skips.py BUILD_DIR | --failures CTEST_OUTPUT", file=sys.stderr)
         return 2
     log = Path(argv[1]) / "Testing" / "Temporary" / "LastTest.log"
     if not log.is_file():

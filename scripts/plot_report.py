@@ -70,8 +70,8 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("plot_report.py: matplotlib is not installed (python3 -m pip install matplotlib)",
-              file=sys.stderr)
+        print("plot_report.py: matplotlib is not installed (pip install 'mlakit[plot]', or "
+              "python3 -m pip install matplotlib)", file=sys.stderr)
         return 3
 
     try:

@@ -16,16 +16,27 @@
 # limited in time, two runs cover the same: MLAKIT_SANITIZE_ONLY='dsa_decode' (224 lines, ~380 s
 # beside a ctest run), then 'mla_decode|quantizer|graph' (94 lines, ~375 s, its graph part alone
 # ~160 s).
+# `scripts/sanitize.sh --can-run` (what `make sanitize` asks before it builds): exit 0 when
+# compute-sanitizer and an NVIDIA GPU are there, else 1 after printing why nothing will run.
+# Without either, `make sanitize` prints that reason and exits 0, like `make peers`.
 set -uo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -z "$SAN" ]; then
-  echo "[sanitize] compute-sanitizer not found (it ships with the CUDA toolkit); nothing run"
-  exit 1
+  echo "[sanitize] skipped: compute-sanitizer not found (it ships with the CUDA toolkit); nothing run"
+  [ "$BUILD" = "--can-run" ] && exit 1
+  exit 0
+fi
+if [ "$BUILD" = "--can-run" ]; then
+  if ! ls /dev/nvidia[0-9]* >/dev/null 2>&1 && ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "[sanitize] skipped: no NVIDIA GPU visible (no /dev/nvidia*, nvidia-smi finds none); nothing run"
+    exit 1
+  fi
+  exit 0
 fi
 if ! ./"$BUILD"/mlakit list | grep -q "runnable on"; then
-  echo "[sanitize] no runnable sm_90a device here; nothing to sanitize"
+  echo "[sanitize] skipped: no runnable sm_90a device here; nothing to sanitize"
   exit 0
 fi
 # Nothing measured under a sanitizer may persist: the floors' timed calls would otherwise cache

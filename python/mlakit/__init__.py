@@ -15,7 +15,10 @@ Tensors cross into the compiled extension (``mlakit._C``) through DLPack, so imp
 does not need PyTorch. When PyTorch is importable, importing mlakit also registers
 ``torch.ops.mlakit.dsa_sparse_attention``, ``..._fp8``, ``quantize_dsa_fp8`` and
 ``torch.ops.mlakit.mla_decode`` (and their destination-passing twins ``..._out``) for
-``torch.compile``. ``mlakit.compat`` holds FlashMLA drop-ins. See docs/python.md.
+``torch.compile``. ``mlakit.compat`` holds FlashMLA drop-ins and needs PyTorch. See docs/python.md.
+
+Extras: ``pip install 'mlakit[torch]'`` (PyTorch: torch.ops, ``mlakit.compat``, examples/) and
+``pip install 'mlakit[plot]'`` (matplotlib, for ``mlakit report --png``).
 """
 
 import atexit as _atexit

@@ -53,7 +53,11 @@ from __future__ import annotations
 
 import math
 
-import torch
+try:
+    import torch
+except ImportError as _error:  # the drop-ins take and return torch.Tensors
+    raise ModuleNotFoundError(f"mlakit.compat needs PyTorch: pip install 'mlakit[torch]' ({_error})",
+                              name="torch") from _error
 
 from ._api import dsa_sparse_attention, dsa_sparse_attention_fp8, mla_decode
 

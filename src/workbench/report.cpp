@@ -400,8 +400,8 @@ Status render_report_png(const std::string& jsonl_path, const std::string& png_p
   if (code == 127) return Status::not_found("python3 not found on PATH: the picture needs python3 with matplotlib");
   // plot_report.py exits 3 when matplotlib cannot be imported.
   if (code == 3)
-    return Status::not_found("matplotlib is not installed for python3 (python3 -m pip install "
-                             "matplotlib); the table above has the same numbers");
+    return Status::not_found("matplotlib is not installed for python3 (pip install 'mlakit[plot]', which "
+                             "brings matplotlib); the table above has the same numbers");
   return Status::io_error(script + " failed (exit code " + std::to_string(code) + "): " +
                           last_line(output, "plot_report.py: "));
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "mlakit/device.h"
 #include "mlakit/version.h"
 #include "temp_dir.h"
 #include "runtime/registry.h"
@@ -125,6 +126,83 @@ void expect_usage_error(const std::string& args, const std::string& message) {
 TEST(Cli, NoCommandAndUnknownCommandExit2) {
   expect_usage_error("", "usage: mlakit <command>");
   expect_usage_error("frobnicate", "unknown command 'frobnicate'");
+  const Result r = cli("frobnicate");
+  EXPECT_EQ(r.output.find("did you mean"), std::string::npos) << r.output;  // nothing is close
+}
+
+// Issue 62: a mistyped command got no suggestion though options did.
+TEST(Cli, AnUnknownCommandGetsASuggestion) {
+  expect_usage_error("bnech", "unknown command 'bnech' (did you mean bench?)");
+  expect_usage_error("verfy --suite dsa-edge", "unknown command 'verfy' (did you mean verify?)");
+  expect_usage_error("hlep", "unknown command 'hlep' (did you mean help?)");
+  expect_usage_error("--verion", "unknown option --verion (did you mean --version?)");
+}
+
+// Issue 62: `help run` printed the overview and `help nope` exited 0.
+TEST(Cli, HelpOfACommandIsThatCommandsHelp) {
+  for (const char* c : {"run", "bench", "verify", "tune", "list", "report"}) {
+    const Result help = cli(std::string("help ") + c);
+    const Result own = cli(std::string(c) + " --help");
+    EXPECT_EQ(help.code, 0) << c << "\n" << help.output;
+    EXPECT_EQ(help.output, own.output) << c;
+    EXPECT_NE(help.output.find(std::string("usage: mlakit ") + c), std::string::npos) << help.output;
+  }
+  const Result overview = cli("help");
+  EXPECT_EQ(overview.code, 0) << overview.output;
+  EXPECT_NE(overview.output.find("commands:"), std::string::npos) << overview.output;
+  expect_usage_error("help nope", "help: unknown command 'nope'");
+  expect_usage_error("help bnech", "help: unknown command 'bnech' (did you mean bench?)");
+  expect_usage_error("help run bench", "help takes one command name, got 2");
+}
+
+// Issue 62: `bench --suite dsa-contest --suite dsa-edge` ran dsa-edge with exit 0.
+TEST(Cli, ARepeatedSingleValueOptionIsAnError) {
+  expect_usage_error("bench --suite dsa-contest --suite dsa-edge",
+                     "--suite given 2 times ('dsa-contest', 'dsa-edge'); give it once");
+  expect_usage_error("run --t 2 --t=3", "--t given 2 times ('2', '3'); give it once");
+  expect_usage_error("run --t 2 --kv fp8 --kv bf16", "--kv given 2 times");
+  expect_usage_error("bench --suite dsa-edge --tiling s1n64x4m1p4 --tiling s2n64x4m1p4", "--tiling given 2 times");
+  const Result once = cli("run --t 2 --explain");
+  EXPECT_EQ(once.code, 0) << once.output;  // given once, it is no repeat
+}
+
+// Issue 62: the check of --valid against --topk said "valid: ...", not the option's name.
+TEST(Cli, ValidIsNamedAsTheOption) {
+  expect_usage_error("run --t 2 --topk 256 --valid 300 --no-time", "mlakit: --valid: expected at most topk = 256, got 300");
+  const Result r = cli("run --t 2 --topk 256 --valid 300 --no-time");
+  EXPECT_EQ(r.output.find("mlakit: valid:"), std::string::npos) << r.output;
+}
+
+// Issue 62: --explain printed nothing without a GPU. It plans every workload for a chip of the
+// device table (h200 unless --device-preset names another) and runs nothing; a chip the kernel
+// cannot run on, or a name not in the table, is a usage error that says why.
+TEST(Cli, ExplainPlansForAPresetChipWithoutAGpu) {
+  if (device_count() > 0) GTEST_SKIP() << "a CUDA device is visible: --explain alone plans for it and runs";
+  Result r = cli("run --t 2 --explain");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("plans for sm_90 (NVIDIA H200"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no usable GPU here"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("dsa_decode.v2_fused.bf16 s"), std::string::npos) << r.output;  // the plan's text
+  EXPECT_NE(r.output.find("one launch, grid"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("CPU reference"), std::string::npos) << r.output;  // nothing runs
+  r = cli("run mla_decode --b 2 --t 100 --explain");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("mla_decode.v1_paged.bf16 c"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ExplainForANamedPreset) {
+  Result r = cli("bench --suite dsa-edge --explain --device-preset h100");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("plans for sm_90 (NVIDIA H100"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("edge-empty-T1"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("no usable GPU"), std::string::npos) << r.output;  // the preset was asked for
+  r = cli("verify --suite dsa-edge --explain --device-preset h200 --tiling s1n64x4m1p4");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("s1n64x4m1p4"), std::string::npos) << r.output;
+  expect_usage_error("bench --suite dsa-edge --explain --device-preset b200",
+                     "--explain: dsa_decode.v2_fused.bf16 cannot be planned for sm_100 (NVIDIA B200");
+  expect_usage_error("run --t 2 --explain --device-preset nope", "--device-preset: device 'nope': not in the table");
+  expect_usage_error("run --t 2 --device-preset h200", "--device-preset NAME only applies with --explain");
 }
 
 TEST(Cli, HelpEverywhere) {
@@ -330,19 +408,50 @@ TEST(Cli, ABadOutFolderIsRefusedBeforeAnyWork) {
 }
 
 // Issue 13: progress on a terminal for long runs; quiet in pipes and logs, and with --quiet.
+// A FlashInfer-Trace dataset of three small workloads (random top-k rows over 40 pages): a suite
+// whose inputs take milliseconds where dsa-contest's 0.6 GB caches take ~18 s per run.
+void write_small_trace(const test::TempDir& dir) {
+  const std::string def = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64";
+  ASSERT_EQ(std::system(("mkdir -p " + dir.file("definitions") + " " + dir.file("workloads")).c_str()), 0);
+  std::FILE* f = std::fopen(dir.file("definitions/" + def + ".json").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fprintf(f,
+               "{\"name\": \"%s\", \"op_type\": \"dsa_paged\", \"axes\": {\"num_tokens\": {\"type\": \"var\"}, "
+               "\"num_pages\": {\"type\": \"var\"}, \"num_qo_heads\": {\"type\": \"const\", \"value\": 16}, "
+               "\"head_dim_ckv\": {\"type\": \"const\", \"value\": 512}, \"head_dim_kpe\": {\"type\": \"const\", "
+               "\"value\": 64}, \"page_size\": {\"type\": \"const\", \"value\": 64}, \"topk\": {\"type\": \"const\", "
+               "\"value\": 2048}}, \"inputs\": {\"sparse_indices\": {\"shape\": [\"num_tokens\", \"topk\"], "
+               "\"dtype\": \"int32\"}}}\n",
+               def.c_str());
+  std::fclose(f);
+  f = std::fopen(dir.file("workloads/" + def + ".jsonl").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  for (int t = 1; t <= 3; ++t)
+    std::fprintf(f,
+                 "{\"definition\": \"%s\", \"workload\": {\"uuid\": \"w%d\", \"axes\": {\"num_tokens\": %d, "
+                 "\"num_pages\": 40}, \"inputs\": {\"sparse_indices\": {\"type\": \"random\"}}}}\n",
+                 def.c_str(), t, t);
+  std::fclose(f);
+}
+
 TEST(Cli, ProgressOnlyOnATerminal) {
-  const std::string line = "\r[1/23] contest-00: ";
-  std::string out = output_on_a_terminal({"bench", "--suite", "dsa-contest", "--iters", "3", "--warmup", "1"});
-  EXPECT_NE(out.find(line), std::string::npos) << out;
-  EXPECT_NE(out.find("\r[23/23] contest-22: "), std::string::npos) << out;
-  EXPECT_NE(out.find("contest-22"), std::string::npos) << out;
-  out = output_on_a_terminal({"bench", "--suite", "dsa-contest", "--iters", "3", "--warmup", "1", "--quiet"});
-  EXPECT_EQ(out.find("[1/23]"), std::string::npos) << out;
-  EXPECT_NE(out.find("contest-22"), std::string::npos) << out;  // the table is all there
-  const Result piped = cli("bench --suite dsa-contest --iters 3 --warmup 1");
+  const test::TempDir dir;
+  write_small_trace(dir);
+  const std::vector<std::string> bench = {"bench", "--trace", dir.str(), "--iters", "3", "--warmup", "1"};
+  std::string out = output_on_a_terminal(bench);
+  EXPECT_NE(out.find("\r[1/3] trace-00: "), std::string::npos) << out;
+  EXPECT_NE(out.find("\r[3/3] trace-02: "), std::string::npos) << out;
+  EXPECT_NE(out.find("trace-02"), std::string::npos) << out;
+  std::vector<std::string> quiet = bench;
+  quiet.push_back("--quiet");
+  out = output_on_a_terminal(quiet);
+  EXPECT_EQ(out.find("[1/3]"), std::string::npos) << out;
+  EXPECT_NE(out.find("trace-02"), std::string::npos) << out;  // the table is all there
+  const Result piped = cli("bench --trace " + dir.str() + " --iters 3 --warmup 1");
   EXPECT_EQ(piped.code, 0) << piped.output;
+  EXPECT_NE(piped.output.find("trace-02"), std::string::npos) << piped.output;
   EXPECT_EQ(piped.output.find('\r'), std::string::npos) << piped.output;
-  EXPECT_EQ(piped.output.find("[1/23]"), std::string::npos) << piped.output;
+  EXPECT_EQ(piped.output.find("[1/3]"), std::string::npos) << piped.output;
   expect_usage_error("tune --quiet=1", "--quiet takes no value");
   EXPECT_EQ(cli("tune --dry-run --quiet").code, 0);
 }

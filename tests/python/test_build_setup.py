@@ -40,13 +40,15 @@ def make_dry_run(target, build_dir):
 
 def test_make_run_builds_only_the_cli(tmp_path):
     lines = make_dry_run("run", tmp_path / "b")
-    builds = [line for line in lines if line.startswith("cmake --build")]
-    assert builds == [f"cmake --build {tmp_path / 'b'} -j 2 --target mlakit_cli"]
+    builds = [line for line in lines if "scripts/build.sh" in line]
+    assert builds == [f"bash scripts/build.sh {tmp_path / 'b'} 2 --target mlakit_cli"]
+    assert "cmake --build \"$BUILD\" -j \"$JOBS\" \"$@\"" in (ROOT / "scripts" / "build.sh").read_text()
     assert lines[-1] == f"{tmp_path / 'b'}/mlakit bench --suite dsa-contest"
 
 
 def test_make_test_lists_skip_reasons(tmp_path):
     lines = make_dry_run("test", tmp_path / "b")
+    assert f"bash scripts/build.sh --quiet {tmp_path / 'b'} 2" in lines
     assert f"bash scripts/run_ctest.sh {tmp_path / 'b'}" in lines
     assert f"bash scripts/test_python.sh {tmp_path / 'b'}" in lines
     assert "-p skip_summary" in (ROOT / "scripts" / "test_python.sh").read_text()
@@ -121,3 +123,97 @@ def test_the_sass_scan_names_a_build_it_cannot_read(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert f"{tmp_path / 'none'}/build.ninja not found" in r.stderr
+
+
+def _pins_of_bootstrap():
+    text = (ROOT / "scripts" / "bootstrap.sh").read_text()
+    return {k: v for k, v in re.findall(r"^([A-Z0-9_]+)_VERSION=(\S+)$", text, re.M)}
+
+
+def test_the_build_requirements_and_the_bootstrap_pin_the_same_versions():
+    """pip builds take CUTLASS, nanobind, nlohmann/json and nvml.h from pyproject's build
+    requirements, `make` from .deps/ (scripts/bootstrap.sh): the two must not drift apart."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    requires = dict(re.findall(r'^\s*"([A-Za-z0-9_.-]+)==([^"]+)",$', pyproject, re.M))
+    pins = _pins_of_bootstrap()
+    assert requires["nvidia-cutlass"] == pins["CUTLASS"]
+    assert requires["nanobind"] == pins["NANOBIND"]
+    assert requires["nlohmann-json"] == pins["JSON"]
+    assert requires["nvidia-nvml-dev"] == pins["NVML"]
+    assert "scikit-build-core" in requires
+    # Every requirement pinned exactly (a range would let two builds differ).
+    block = re.search(r"^requires = \[(.*?)\]", pyproject, re.M | re.S).group(1)
+    assert all("==" in r for r in re.findall(r'"([^"]+)"', block)), block
+
+
+def test_no_pin_is_a_distribution_package_version():
+    """Pins are PyPI versions or files checked by sha256; nothing asks apt for a version."""
+    text = (ROOT / "scripts" / "bootstrap.sh").read_text()
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    assert "apt-get" not in code and "dpkg" not in code
+    debs = re.findall(r"^([A-Z0-9]+)_DEB=pool/\S+\.deb$", text, re.M)
+    assert debs, "no Debian pool file pinned (CLI11, GoogleTest)"
+    for prefix in debs:
+        assert re.search(rf"^{prefix}_SHA256=[0-9a-f]{{64}}$", text, re.M), prefix
+
+
+def test_the_notices_name_every_shipped_component_with_its_pinned_version():
+    notices = (ROOT / "THIRD_PARTY_NOTICES").read_text()
+    pins = _pins_of_bootstrap()
+    for name, key in (("CUTLASS / CuTe", "CUTLASS"), ("nanobind", "NANOBIND"), ("nlohmann/json", "JSON"),
+                      ("CLI11", "CLI11"), ("nvml.h (NVML)", "NVML")):
+        assert re.search(rf"^{re.escape(name)}\s+{re.escape(pins[key])}\s", notices, re.M), (name, pins[key])
+    for licence in ("BSD-3-Clause", "MIT"):
+        assert licence in notices
+    assert "THIRD_PARTY_NOTICES" in (ROOT / "pyproject.toml").read_text()
+    assert "THIRD_PARTY_NOTICES" in (ROOT / "cmake" / "MlakitInstall.cmake").read_text()
+
+
+def test_make_sanitize_without_a_gpu_says_why_and_exits_0(tmp_path):
+    if any(Path("/dev").glob("nvidia[0-9]*")):
+        pytest.skip("an NVIDIA GPU is visible: make sanitize would run")
+    fake = tmp_path / "bin" / "compute-sanitizer"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    for path, reason in ((os.environ["PATH"], None), (f"{fake.parent}{os.pathsep}{os.environ['PATH']}",
+                                                       "no NVIDIA GPU visible")):
+        r = subprocess.run(["make", "--no-print-directory", "sanitize", f"BUILD={tmp_path / 'b'}"], cwd=ROOT,
+                           env=dict(env, PATH=path), capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "[sanitize] skipped: " in r.stdout
+        if reason is None and shutil.which("compute-sanitizer", path=path) is None and \
+                not Path("/usr/local/cuda/bin/compute-sanitizer").exists():
+            assert "compute-sanitizer not found" in r.stdout
+        if reason:
+            assert reason in r.stdout
+        assert not (tmp_path / "b").exists()  # nothing configured or built
+
+
+def test_the_cli_and_the_python_package_report_the_same_version():
+    """`mlakit --version` and `mlakit.__version__`, from the build `make test` runs against."""
+    build = os.environ.get("MLAKIT_BUILD_DIR")
+    if not build or not (Path(build) / "mlakit").is_file():
+        pytest.skip("needs the build's CLI (MLAKIT_BUILD_DIR, set by scripts/test_python.sh)")
+    if not (Path(build) / "python" / "mlakit").is_dir():
+        pytest.skip("the binding was not built (nanobind missing)")
+    cli = subprocess.run([str(Path(build) / "mlakit"), "--version"], capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 0, cli.stderr
+    env = dict(os.environ, PYTHONPATH=str(Path(build) / "python"))
+    py = subprocess.run([sys.executable, "-c", "import mlakit; print(mlakit.__version__)"], env=env,
+                        capture_output=True, text=True, timeout=120, cwd=build)
+    assert py.returncode == 0, py.stderr
+    assert cli.stdout.strip() == f"mlakit {py.stdout.strip()}" == f"mlakit {CMAKE_VERSION}"
+
+
+def test_each_release_of_the_changelog_names_each_section_once():
+    text = (ROOT / "CHANGELOG.md").read_text()
+    releases = re.split(r"^## ", text, flags=re.M)[1:]
+    assert releases and releases[0].startswith(f"{CMAKE_VERSION} - "), "the newest release is the version"
+    assert not any(r.startswith("Unreleased") and "\n### " not in r for r in releases[:1])
+    for release in releases:
+        headings = re.findall(r"^### (.+)$", release, re.M)
+        assert len(headings) == len(set(headings)), (release.splitlines()[0], headings)
+        entries = [e.strip() for e in re.findall(r"^- (.+)$", release, re.M)]
+        assert len(entries) == len(set(entries)), release.splitlines()[0]

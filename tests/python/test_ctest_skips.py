@@ -96,3 +96,34 @@ def test_pytest_skips_are_grouped_by_reason_too():
                      "  5 x no torch: t.py::a0, t.py::a1, t.py::a2, ... (+2 more)",
                      "  1 x no GPU: g.py::b"]
     assert skip_summary.summary_lines(skip_summary.group_skips([])) == []
+
+
+CTEST_OUTPUT = """\
+Test project /b
+    Start 1: PlanTest.Valid
+    Start 2: CliTest.Repeated
+1/3 Test #1: PlanTest.Valid ...................   Passed    0.01 sec
+2/3 Test #2: CliTest.Repeated .................***Failed    0.02 sec
+[ RUN      ] CliTest.Repeated
+/src/tests/cpu/test_cli.cpp:10: Failure
+Expected equality of these values: 2 vs 0
+[  FAILED  ] CliTest.Repeated (2 ms)
+    Start 3: TimerTest.Cupti
+3/3 Test #3: TimerTest.Cupti ..................   Passed    0.00 sec
+
+67% tests passed, 1 tests failed out of 3
+
+Total Test time (real) =   0.10 sec
+
+The following tests FAILED:
+\t  2 - CliTest.Repeated (Failed)
+Errors while running CTest
+"""
+
+
+def test_failures_show_the_failed_test_output_and_the_list():
+    text = ctest_skips.failures(CTEST_OUTPUT)
+    assert "2/3 Test #2: CliTest.Repeated" in text
+    assert "Expected equality of these values: 2 vs 0" in text
+    assert "The following tests FAILED:" in text and "2 - CliTest.Repeated (Failed)" in text
+    assert "PlanTest.Valid" not in text and "TimerTest.Cupti" not in text

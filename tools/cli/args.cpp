@@ -101,19 +101,24 @@ void Args::flag(const std::string& name, bool* out) {
   flags_.push_back(name);
 }
 
+// CLI11 keeps every occurrence of an option among its results (count()), whatever the policy:
+// reject_repeats() names a repeat from them. TakeLast only decides what `out` receives.
 void Args::text(const std::string& name, std::string* out) {
   app_->add_option(name, *out)->check(value_check())->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   names_.push_back(name);
+  single_.push_back(name);
 }
 
 void Args::integer(const std::string& name, long long* out, long long lo, long long hi) {
   app_->add_option(name, *out)->transform(integer_check(lo, hi))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   names_.push_back(name);
+  single_.push_back(name);
 }
 
 void Args::choice(const std::string& name, std::string* out, const std::vector<std::string>& choices) {
   app_->add_option(name, *out)->check(choice_check(choices))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   names_.push_back(name);
+  single_.push_back(name);
 }
 
 bool Args::given(const std::string& name) const {
@@ -132,11 +137,23 @@ void Args::reject_flag_values() {
   }
 }
 
-std::string Args::suggest(const std::string& unknown) const {
-  const std::string key = bare(unknown.substr(0, unknown.find('=')));
+// `bench --suite dsa-contest --suite dsa-edge` ran dsa-edge: a single-value option given twice is
+// an error that names it and the values, whatever they are.
+void Args::reject_repeats() {
+  for (const std::string& name : single_) {
+    const CLI::Option* o = app_->get_option_no_throw(name);
+    if (o == nullptr || o->count() < 2) continue;
+    std::string values;
+    for (const std::string& v : o->results()) values += (values.empty() ? "'" : ", '") + v + "'";
+    errors_.push_back(name + " given " + std::to_string(o->count()) + " times (" + values + "); give it once");
+  }
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& names) {
+  const std::string key = bare(word.substr(0, word.find('=')));
   std::string best;
   size_t best_distance = 3;  // at most two edits away
-  for (const std::string& n : names_) {
+  for (const std::string& n : names) {
     const size_t d = edit_distance(key, bare(n));
     if (d < best_distance) {
       best = n;
@@ -144,6 +161,27 @@ std::string Args::suggest(const std::string& unknown) const {
     }
   }
   return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
+std::string Args::suggest(const std::string& unknown) const { return did_you_mean(unknown, names_); }
+
+RootLine parse_root(const std::vector<std::string>& argv) {
+  RootLine line;
+  CLI::App root{"mlakit"};
+  root.set_help_flag();
+  root.add_flag("-h,--help", line.help)->disable_flag_override();
+  root.add_flag("--version", line.version)->disable_flag_override();
+  root.prefix_command();  // the first positional (the command) and everything after it stay unparsed
+  try {
+    root.parse(std::vector<std::string>(argv.rbegin(), argv.rend()));  // CLI11 reads from the back
+  } catch (const CLI::ParseError& e) {
+    line.error = e.what();
+    return line;
+  }
+  line.rest = root.remaining();
+  if (!line.rest.empty() && line.rest[0].rfind("-", 0) == 0)
+    line.error = "unknown option " + line.rest[0] + did_you_mean(line.rest[0], {"--help", "--version"});
+  return line;
 }
 
 // Unknown options first: each one changes how the arguments after it read.
@@ -174,6 +212,7 @@ bool Args::parse() {
   errors_.clear();
   report_extras();
   errors_.insert(errors_.end(), flag_errors.begin(), flag_errors.end());
+  reject_repeats();
   // A flag given a value also fails inside CLI11; reject_flag_values() says it better.
   if (!parse_error.empty() && parse_error.find("flag override") == std::string::npos) errors_.push_back(parse_error);
   return errors_.empty();

@@ -1,8 +1,9 @@
 // The mlakit CLI: subcommands register themselves (one file each); each declares its arguments on
 // an Args (CLI11 underneath) and parses once. Every mistake — an unknown option, a typo, a missing
-// value, a value given to a flag (--check=0), an extra positional, a number out of range — becomes
-// a message naming the argument and exit code 2; the root cause (an unknown option, which shifts
-// how everything after it reads) is reported first.
+// value, a value given to a flag (--check=0), an extra positional, a number out of range, a
+// single-value option given twice — becomes a message naming the argument and exit code 2; the
+// root cause (an unknown option, which shifts how everything after it reads) is reported first.
+// CLI11 is included by args.cpp alone (its header costs ~8 s of compile time per file).
 #pragma once
 
 #include <memory>
@@ -51,6 +52,7 @@ class Args {
 
  private:
   void reject_flag_values();
+  void reject_repeats();
   void report_extras();
   std::string suggest(const std::string& unknown) const;
 
@@ -59,6 +61,7 @@ class Args {
   std::unique_ptr<CLI::App> app_;
   std::vector<std::string> names_;  // every declared option, "--t"
   std::vector<std::string> flags_;  // the declared flags
+  std::vector<std::string> single_;  // the options that take one value (text, integer, choice)
   std::vector<std::string> errors_;
   bool help_ = false;
   bool has_positional_ = false;
@@ -72,6 +75,19 @@ struct Command {
 
 // Registers a subcommand at static-initialization time; returns true.
 bool register_command(const Command& command);
+
+// The arguments before the command: -h/--help, --version; `rest` is the command and everything
+// after it, unparsed. `error` is set for anything else before the command (an unknown option).
+struct RootLine {
+  bool help = false;
+  bool version = false;
+  std::vector<std::string> rest;
+  std::string error;
+};
+RootLine parse_root(const std::vector<std::string>& argv);
+
+// " (did you mean X?)" for the closest of `names` at most two edits from `word`; "" when none is.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& names);
 
 }  // namespace mlakit::cli
 

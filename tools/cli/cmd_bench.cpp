@@ -34,6 +34,7 @@ struct SuiteOptions {
   bool floor = true;  // time the op's gather floor beside the kernel (bench, run)
   bool quiet = false;  // no progress line (there is none unless stdout is a terminal)
   bool check_inputs = false;  // run --check: the op's input check before verifying
+  std::string device_preset;  // --explain --device-preset NAME: plan for that chip of the table
   TimingConfig timing;
   ProfMode prof = ProfMode::kDisabled;
   std::string out_dir = "out";  // bench.jsonl + bench.csv are appended here ("" = none)
@@ -311,6 +312,37 @@ int check_host(const SuiteOptions& o, const BenchSuite& suite, bool reference) {
   return kExitOk;
 }
 
+// --explain without a usable GPU, or with --device-preset NAME: every workload planned against the
+// limits of a chip of the device table (h200 unless named), each plan explained; nothing runs.
+int explain_plans(SuiteRun* run, const Status& gate) {
+  const SuiteOptions& o = run->o;
+  const std::string preset = o.device_preset.empty() ? kDryPlanDevice : o.device_preset;
+  DeviceFacts facts;
+  if (Status s = find_known_device(preset, &facts); !s.is_ok()) return fail("--device-preset: " + s.message(), kExitUsage);
+  if (Status s = plan_target(run->kernel, facts, &run->target); !s.is_ok())
+    return fail("--explain: " + run->kernel.info().key + " cannot be planned for " + facts.describe() + ": " +
+                    s.message(),
+                kExitUsage);
+  if (int rc = plan_workloads(run); rc != kExitOk) return rc;
+  const std::string why = o.device_preset.empty() ? "; no usable GPU here (" + gate.message() + "), so the limits of " +
+                                                        "the " + preset + " preset (--device-preset NAME picks another)"
+                                                  : "";
+  std::printf("%s, kernel %s: plans for %s%s; nothing runs\n", run->suite.title().c_str(),
+              run->kernel.info().key.c_str(), facts.describe().c_str(), why.c_str());
+  std::printf("%-12s %3s %6s %s\n", "workload", "T", "slots", "tiling");
+  for (size_t i = 0; i < run->suite.size(); ++i) {
+    const WorkloadInfo& w = run->suite.info(i);
+    if (!run->plan_status[i].is_ok()) {
+      std::printf("%-12s %3d %6lld no plan: %s\n", w.name.c_str(), w.num_tokens, (long long)w.cost.rows,
+                  run->plan_status[i].message().c_str());
+      continue;
+    }
+    std::printf("%-12s %3d %6lld %s\n    %s\n", w.name.c_str(), w.num_tokens, (long long)w.cost.rows,
+                run->plans[i].tiling().c_str(), run->plans[i].explain().c_str());
+  }
+  return kExitOk;
+}
+
 // No kernel of the op runs the suite's first workload (an op whose kernels have not landed): an
 // error on a GPU machine or with --tiling; elsewhere the CPU reference, as without a GPU.
 int run_without_kernel(const SuiteOptions& o, const BenchSuite& suite) {
@@ -319,6 +351,7 @@ int run_without_kernel(const SuiteOptions& o, const BenchSuite& suite) {
                           (suite.size() ? suite.info(0).shape : std::string("no workloads")) + "; registered " +
                           suite.op() + " kernels:" + (registered.empty() ? std::string(" none") : registered) + ")";
   if (device_count() > 0 || o.tiling || suite.size() == 0) return fail(suite.title() + ": " + why, kExitFailure);
+  if (o.explain) std::printf("--explain: no plan to explain: %s\n", why.c_str());
   if (int rc = check_host(o, suite, true); rc != kExitOk) return rc;
   std::printf("%s\nGPU kernels skipped: %s\nShowing the CPU reference (fp64) on %s instead.\n\n",
               suite.title().c_str(), why.c_str(), suite.title().c_str());
@@ -347,6 +380,7 @@ int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
   if (kernel == nullptr) return run_without_kernel(o, suite);
   SuiteRun run{o, suite, *kernel, {}, {}, {}, nullptr, {}};
   const Status gate = plan_target(*kernel, -1, &run.target);
+  if (o.explain && (!gate.is_ok() || !o.device_preset.empty())) return explain_plans(&run, gate);
   if (gate.is_ok() || o.tiling) {
     if (!gate.is_ok()) {
       if (Status dry = dry_target(*kernel, &run.target); !dry.is_ok()) return fail(dry.message(), kExitUsage);
@@ -365,7 +399,8 @@ int run_suite(const SuiteOptions& o, const BenchSuite& suite) {
 
 // What bench, verify and run read from their command lines.
 struct CommandLine {
-  std::string target, kernel, tiling, suite, trace, definition, out = "out", prof = "disabled", prof_kernel;
+  std::string target, kernel, tiling, suite, trace, definition, out = "out", prof = "disabled", prof_kernel,
+      device_preset;
   long long seed = 1, seeds = 1, warmup = 10, iters = 50, prof_skip = 0, prof_count = 2;
   bool no_verify = false, no_floor = false, explain = false, check = false, no_time = false, quiet = false,
        warm_l2 = false;
@@ -384,6 +419,7 @@ void declare(Args& args, Kind kind, CommandLine* c) {
   args.integer("--seed", &c->seed, 0, 1ll << 62);
   args.integer("--seeds", &c->seeds, 1, 100);
   args.flag("--explain", &c->explain);
+  args.text("--device-preset", &c->device_preset);
   args.flag("--quiet", &c->quiet);
   args.text("--prof", &c->prof);
   args.text("--prof-kernel", &c->prof_kernel);
@@ -425,6 +461,8 @@ void read_options(Args& args, const CommandLine& c, SuiteOptions* o) {
   o->timing.iters = int(c.iters);
   o->timing.cold_l2 = !c.warm_l2;
   o->explain = c.explain;
+  o->device_preset = c.device_preset;
+  if (args.given("--device-preset") && !c.explain) args.error("--device-preset NAME only applies with --explain");
   o->floor = !c.no_floor;
   o->quiet = c.quiet;
   o->out_dir = c.out;
@@ -509,20 +547,22 @@ int suite_command(Args& args, Kind kind, const char* usage) {
 const char* kBenchUsage =
     "usage: mlakit bench [OP|KERNEL] [--suite NAME [--heads H] [--kv bf16|fp8] | --trace DIR\n"
     "                    [--definition NAME]] [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N]\n"
-    "                    [--warmup N] [--iters N] [--no-verify] [--no-floor] [--explain] [--out DIR]\n"
-    "                    [--prof MODE] [--warm-l2] [--quiet]\n\n"
+    "                    [--warmup N] [--iters N] [--no-verify] [--no-floor] [--explain\n"
+    "                    [--device-preset NAME]] [--out DIR] [--prof MODE] [--warm-l2] [--quiet]\n\n"
     "Verifies and times every workload of a suite (dsa-contest, dsa-serving, dsa-edge, mla-serving,\n"
     "mla-edge; a suite names its op) or of a FlashInfer-Trace dataset directory. --kv fp8 runs a\n"
     "dsa_decode suite's workloads on the FP8 cache (the same workloads, the cache quantized to\n"
     "DeepSeek-V3.2's 656-byte rows); --kv bf16 is the default. --heads 32|64|128 gives every\n"
     "workload that many query heads; --heads 16 is the default. Span = median GPU time of one call\n"
-    "over --iters\n"
-    "calls (cold L2 before each), host = host time of one call. Every\n"
+    "over --iters calls (cold L2 before each), host = host time of one call. Every\n"
     "workload is planned first; a --tiling that no workload accepts exits 2 with the reason. Each\n"
     "workload is also timed with the op's gather floor (the same rows moved into shared memory, no\n"
     "math): floor_us and x_floor = span / floor in the table, from the same run (--no-floor skips\n"
     "it). --seeds N repeats the suite with N fresh seeds. Without an sm_90a GPU (or, on a machine\n"
-    "without one, without a kernel of the op), runs the CPU reference on the workloads instead.\n\n"
+    "without one, without a kernel of the op), runs the CPU reference on the workloads instead.\n"
+    "--explain prints each workload's plan; without a usable GPU it plans for the limits of a chip\n"
+    "of the device table (--device-preset h100|h200, default h200), prints the plans and runs\n"
+    "nothing; --device-preset does the same on a machine with a GPU.\n\n"
     "Profiling: --prof disabled|annotation|ncu|ncu-stalls. annotation wraps each timed call in an\n"
     "NVTX range named after the workload; ncu re-runs the command under Nsight Compute\n"
     "(--clock-control none) with --prof-kernel REGEX (default: the op's kernels, dsa_ or mla_),\n"
@@ -540,21 +580,21 @@ const char* kBenchUsage =
 const char* kVerifyUsage =
     "usage: mlakit verify [OP|KERNEL] [--suite NAME [--heads H] [--kv bf16|fp8] | --trace DIR\n"
     "                     [--definition NAME]] [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N]\n"
-    "                     [--explain] [--prof MODE] [--quiet]\n\n"
+    "                     [--explain [--device-preset NAME]] [--prof MODE] [--quiet]\n\n"
     "Checks a kernel against the fp64 CPU reference with the contest rule (an element fails only\n"
     "if abs err > 1e-2 and rel err > 1e-2), every output (output and lse), outputs poisoned before\n"
     "each run, two runs bitwise equal; with the FP8 cache (--kv fp8) the reference reads the\n"
     "dequantized cache; --heads H gives every workload H query heads, as for bench. --seeds N\n"
-    "repeats with N fresh seeds. --prof, --quiet and the host-memory limit as for\n"
-    "bench.";
+    "repeats with N fresh seeds. --explain (--device-preset), --prof, --quiet and the host-memory\n"
+    "limit as for bench.";
 
 int run_bench(Args& args) { return suite_command(args, Kind::kBench, kBenchUsage); }
 int run_verify(Args& args) { return suite_command(args, Kind::kVerify, kVerifyUsage); }
 
 const char* kRunUsage =
     "usage: mlakit run [OP|KERNEL] <shape options> [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N]\n"
-    "                  [--check] [--no-time] [--no-floor] [--explain] [--warmup N] [--iters N]\n"
-    "                  [--out DIR] [--prof MODE] [--warm-l2] [--quiet]\n\n"
+    "                  [--check] [--no-time] [--no-floor] [--explain [--device-preset NAME]]\n"
+    "                  [--warmup N] [--iters N] [--out DIR] [--prof MODE] [--warm-l2] [--quiet]\n\n"
     "Runs one synthetic shape of an op (default dsa_decode). dsa_decode's shape options:\n"
     "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V] [--mixed] [--heads H]\n"
     "[--kv bf16|fp8]: T tokens of H query heads (16, 32, 64 or 128; default 16), each row V valid\n"
@@ -564,8 +604,9 @@ const char* kRunUsage =
     "(--mixed: lengths in [N/64, N]), S query tokens, on random pages of a combined 576-wide cache\n"
     "(--separate: four tensors). --check runs the op's input check (mla_check_inputs), then verifies\n"
     "against the CPU reference; --no-time skips timing (for compute-sanitizer: without --check the\n"
-    "kernel still runs once, its errors reported, nothing compared); --explain prints the plan. A\n"
-    "tiling the shape cannot run exits 2 with the reason.\n\n"
+    "kernel still runs once, its errors reported, nothing compared); --explain prints the plan\n"
+    "(without a usable GPU, or with --device-preset NAME, for that chip's limits, running nothing,\n"
+    "as for bench). A tiling the shape cannot run exits 2 with the reason.\n\n"
     "Profiling: --prof disabled|annotation|ncu|ncu-stalls, as for bench (--prof-kernel REGEX,\n"
     "--prof-skip N, --prof-count N); --warm-l2 as for bench. Results are appended to --out DIR\n"
     "(default out/) as JSON lines and CSV.\n\n"
@@ -609,6 +650,14 @@ ShapeArgs read_shape(Args& args, const OpBench& op, const CommandLine& c) {
   return shape;
 }
 
+// make_shape names a shape argument as the library does ("valid: expected at most topk = 256, got
+// 300"); on the command line it is the option --valid.
+std::string name_the_option(const std::string& message, const OpBench& op) {
+  for (const ShapeOption& s : op.shape_options())
+    if (message.rfind(s.name + ": ", 0) == 0) return "--" + message;
+  return message;
+}
+
 int run_run(Args& args) {
   CommandLine c;
   declare(args, Kind::kRun, &c);
@@ -625,7 +674,8 @@ int run_run(Args& args) {
   if (!args.ok()) return args.finish(kRunUsage);
   if (runs_under_ncu(o.prof)) return reexec_ncu(c, *o.sel.op, o.prof);
   std::unique_ptr<BenchSuite> suite;
-  if (Status s = o.sel.op->make_shape(shape, o.seed, &suite); !s.is_ok()) return fail(s.message(), kExitUsage);
+  if (Status s = o.sel.op->make_shape(shape, o.seed, &suite); !s.is_ok())
+    return fail(name_the_option(s.message(), *o.sel.op), kExitUsage);
   return run_suite(o, *suite);
 }
 

@@ -1,6 +1,4 @@
 // mlakit: the workbench CLI. `mlakit --help` lists the subcommands; each has --help.
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -37,26 +35,47 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
+const Command* find_command(const std::string& name) {
+  for (const Command& c : commands())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+std::string suggest_command(const std::string& name) {
+  std::vector<std::string> names{"help"};
+  for (const Command& c : commands()) names.push_back(c.name);
+  return did_you_mean(name, names);
+}
+
+// `mlakit help` is the overview; `mlakit help CMD` is `mlakit CMD --help`.
+int help(const std::vector<std::string>& rest) {
+  if (rest.size() == 1) {
+    print_overview(stdout);
+    return kExitOk;
+  }
+  if (rest.size() > 2) return usage_error("help takes one command name, got " + std::to_string(rest.size() - 1));
+  const Command* c = find_command(rest[1]);
+  if (c == nullptr) {
+    if (rest[1] == "help") {
+      print_overview(stdout);
+      return kExitOk;
+    }
+    return usage_error("help: unknown command '" + rest[1] + "'" + suggest_command(rest[1]));
+  }
+  Args args(c->name, {"--help"});
+  return c->run(args);
+}
+
 // The arguments before the command: --help, --version; then the command and its arguments.
 int dispatch(const std::vector<std::string>& argv) {
-  CLI::App root{"mlakit"};
-  root.set_help_flag();
-  bool help = false, version = false;
-  root.add_flag("-h,--help", help)->disable_flag_override();
-  root.add_flag("--version", version)->disable_flag_override();
-  root.prefix_command();  // the first positional (the command) and everything after it stay unparsed
-  try {
-    root.parse(std::vector<std::string>(argv.rbegin(), argv.rend()));
-  } catch (const CLI::ParseError& e) {
-    return usage_error(e.what());
-  }
-  const std::vector<std::string> rest = root.remaining();
-  if (!rest.empty() && rest[0].rfind("-", 0) == 0) return usage_error("unknown option " + rest[0]);
-  if (version) {
+  const RootLine root = parse_root(argv);
+  if (!root.error.empty()) return usage_error(root.error);
+  const std::vector<std::string>& rest = root.rest;
+  if (root.version) {
     std::printf("mlakit %s\n", MLAKIT_VERSION_STRING);
     return kExitOk;
   }
-  if (help || (!rest.empty() && rest[0] == "help")) {
+  if (root.help) {
     print_overview(stdout);
     return kExitOk;
   }
@@ -64,12 +83,12 @@ int dispatch(const std::vector<std::string>& argv) {
     print_overview(stderr);
     return kExitUsage;
   }
-  for (const Command& c : commands()) {
-    if (rest[0] != c.name) continue;
-    Args args(c.name, std::vector<std::string>(rest.begin() + 1, rest.end()));
-    return c.run(args);
+  if (rest[0] == "help") return help(rest);
+  if (const Command* c = find_command(rest[0])) {
+    Args args(c->name, std::vector<std::string>(rest.begin() + 1, rest.end()));
+    return c->run(args);
   }
-  return usage_error("unknown command '" + rest[0] + "'");
+  return usage_error("unknown command '" + rest[0] + "'" + suggest_command(rest[0]));
 }
 
 }  // namespace
