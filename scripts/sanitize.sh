@@ -2,20 +2,19 @@
 # compute-sanitizer memcheck, racecheck, initcheck and synccheck over small shapes that cover every
 # code path of the DSA kernels (v1: split + merge kernel, fused epilogue, one stage; v2: rows split
 # and merged in-kernel, one CTA per row, every gather, both MMA paths, 32..128 heads; the gather
-# floor; empty rows, page size 1; v2_fp8 over the FP8 cache (16..128 heads, 16 or 64 per CTA) and its floor;
-# mla_decode with 16 and 64 query rows per CTA (both 64-row consumer pairs): split and merged
-# requests, requests kept whole,
-# causal groups, page sizes, layouts), the GPU quantizer's tests,
-# mixed-shape sequences (every workload of an edge suite in one process) under memcheck and
-# initcheck, then the binding's CUDA-graph tests (capture, replay on new inputs) under
-# memcheck and racecheck when PyTorch is there.
+# floor; empty rows, page size 1; v2_fp8 over the FP8 cache (16..128 heads, 16 or 64 per CTA) and
+# its floor; mla_decode with 16 and 64 query rows per CTA (both 64-row consumer pairs): split and
+# merged requests, requests kept whole, causal groups, page sizes, layouts), the GPU quantizer's
+# tests, mixed-shape sequences (every workload of an edge suite in one process) under memcheck and
+# initcheck, then the binding's CUDA-graph tests (capture, replay on new inputs) under memcheck and
+# racecheck when PyTorch is there.
 # MLAKIT_SANITIZE_ONLY=REGEX (bash regex) runs only the shapes it matches, and the mixed sequences,
-# the quantizer tests or the graph tests only when it matches "mixed", "quantizer" or "graph": a change to one kernel family
-# (say 'v2_fused|floor_gather|graph') is checked in part of the time; `make sanitize` runs all.
-# The whole run prints 318 clean lines and takes over ten minutes on an H200; where one call is
-# limited in time, two runs cover the same: MLAKIT_SANITIZE_ONLY='dsa_decode' (224 lines, ~380 s
-# beside a ctest run), then 'mla_decode|quantizer|graph' (94 lines, ~375 s, its graph part alone
-# ~160 s).
+# the quantizer tests or the graph tests only when it matches "mixed", "quantizer" or "graph": a
+# change to one kernel family (say 'v2_fused|floor_gather|graph') is checked in part of the time;
+# `make sanitize` runs all. The whole run prints 324 clean lines and takes over ten minutes on an
+# H200; where one call is limited in time, two runs cover the same: MLAKIT_SANITIZE_ONLY=
+# 'dsa_decode' (216 lines, ~360 s beside a ctest run), then 'mla_decode|quantizer|graph|mixed'
+# (108 lines, ~480 s beside the rest of the tests).
 # `scripts/sanitize.sh --can-run` (what `make sanitize` asks before it builds): exit 0 when
 # compute-sanitizer and an NVIDIA GPU are there, else 1 after printing why nothing will run.
 # Without either, `make sanitize` prints that reason and exits 0, like `make peers`.
