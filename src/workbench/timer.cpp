@@ -100,6 +100,47 @@ class Runner {
   uint32_t salt_ = 0;
 };
 
+// A call captured once into a CUDA graph, replayed by the timing passes: an engine's decode step.
+class CapturedCall {
+ public:
+  CapturedCall() = default;
+  CapturedCall(const CapturedCall&) = delete;
+  CapturedCall& operator=(const CapturedCall&) = delete;
+  ~CapturedCall() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+  }
+
+  // One eager call first, so that one-time work (function attributes, lazy loading) stays out of
+  // the graph; then the call's stream work captured and instantiated.
+  Status capture(const GpuCall& call, cudaStream_t stream) {
+    if (stream == nullptr || stream == cudaStreamLegacy)
+      return Status::invalid_argument("graph mode: stream: the legacy default stream cannot be captured; "
+                                      "time on a created stream");
+    MLAKIT_RETURN_IF_ERROR(call(stream));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream), "graph mode: the call before the capture"));
+    MLAKIT_RETURN_IF_ERROR(cuda_status(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+                                       "graph mode: cudaStreamBeginCapture"));
+    const Status called = call(stream);
+    const cudaError_t ended = cudaStreamEndCapture(stream, &graph_);  // ends it whatever the call did
+    if (!called.is_ok()) {
+      cudaGetLastError();  // the invalidated capture's error is the call's
+      return Status(called.code(), "graph mode: the call under capture: " + called.message());
+    }
+    MLAKIT_RETURN_IF_ERROR(cuda_status(ended, "graph mode: cudaStreamEndCapture"));
+    return cuda_status(cudaGraphInstantiate(&exec_, graph_, 0), "graph mode: cudaGraphInstantiate");
+  }
+
+  GpuCall replay() const {
+    const cudaGraphExec_t exec = exec_;
+    return [exec](cudaStream_t s) { return cuda_status(cudaGraphLaunch(exec, s), "cudaGraphLaunch"); };
+  }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 // NVML read twice during the timed pass (middle and last call, while the GPU is busy): the lower
 // clock and the union of the throttle reasons are reported.
 struct ClockWatch {
@@ -288,7 +329,13 @@ Status time_gpu_call(const GpuCall& call, cudaStream_t stream, const TimingConfi
   MLAKIT_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
   FlushBuffer flush;
   if (config.cold_l2) MLAKIT_RETURN_IF_ERROR(flush_buffer(device, &flush));
-  Runner r(call, stream, config, flush);
+  CapturedCall captured;
+  GpuCall replay;
+  if (config.graph) {
+    MLAKIT_RETURN_IF_ERROR(captured.capture(call, stream));
+    replay = captured.replay();
+  }
+  Runner r(config.graph ? replay : call, stream, config, flush);
   MLAKIT_RETURN_IF_ERROR(warm_up(r, config.warmup));
   SampleStats host;
   MLAKIT_RETURN_IF_ERROR(measure_host_cost(r, config.iters, &host));
@@ -297,6 +344,7 @@ Status time_gpu_call(const GpuCall& call, cudaStream_t stream, const TimingConfi
   std::vector<double> samples;
   MLAKIT_RETURN_IF_ERROR(timed_pass(r, config, wait_us, device, &samples, result));
   const SampleStats st = summarize_samples(samples);
+  if (config.graph) result->method += ", graph";
   if (!config.cold_l2) result->method += ", warm L2";
   result->median_us = st.median;
   result->p10_us = st.p10;

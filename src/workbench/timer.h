@@ -29,12 +29,16 @@ struct TimingConfig {
   bool cold_l2 = true;
   enum class Method { kAuto, kCupti, kEvents } method = Method::kAuto;
   std::string label;         // NVTX range name of each timed call in annotation mode ("" = "call")
+  // Time replays of the call captured once into a CUDA graph (as engines replay a decode step)
+  // instead of eager calls: the same span of its kernels, the same cold L2 and busy-wait, both
+  // outside the graph. Needs a created stream (the legacy default stream cannot be captured).
+  bool graph = false;
 };
 
 struct TimingResult {
   double median_us = 0, p10_us = 0, p90_us = 0, mean_us = 0;
   double host_us = 0;        // host time one call costs (launch overhead), median
-  std::string method;        // "cupti" / "events"; ", warm L2" appended when cold_l2 was off
+  std::string method;        // "cupti" / "events"; ", graph" and ", warm L2" appended when set
   int sm_clock_mhz = 0;      // NVML, 0 when unavailable
   std::string throttle;      // NVML throttle reasons, "none" or a list; "" when unavailable
   std::vector<double> samples_us;
@@ -45,8 +49,9 @@ struct TimingResult {
 
 // One call = whatever `call` enqueues on `stream` (one or more kernels).
 using GpuCall = std::function<Status(cudaStream_t)>;
-// Times `call` on the current device. Synchronizes `stream`; serialized process-wide (CUPTI's
-// activity state is global). kAuto = CUPTI when built with it and usable, else events; kCupti
+// Times `call` on the current device (with config.graph: one eager call, then its capture, then
+// replays of the graph). Synchronizes `stream`; serialized process-wide (CUPTI's activity state is
+// global). kAuto = CUPTI when built with it and usable, else events; kCupti
 // fails rather than fall back. Never prints.
 Status time_gpu_call(const GpuCall& call, cudaStream_t stream, const TimingConfig& config,
                      TimingResult* result);

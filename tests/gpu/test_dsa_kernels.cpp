@@ -7,9 +7,12 @@
 // before timing).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mlakit/device.h"
 #include "kernels/dsa_decode/v2_fp8/tiling.h"
@@ -348,6 +351,50 @@ TEST(DsaFp8Floor, RunsEveryWorkloadOfEverySuite) {
   if (floor_kernel("dsa_decode", "fp8", 16) == nullptr)
     GTEST_SKIP() << "no dsa_decode gather floor is registered for fp8 with 16 heads";
   time_every_workload("dsa_decode", "fp8", {});
+}
+
+// Graph mode (bench --graph): each op's default kernel on the first workloads of a suite, in
+// every cache format and at 16 and 128 heads, replayed from a CUDA graph runs exactly as many
+// kernels as the eager call, with the workspace and inputs the session holds.
+TEST(GraphMode, ReplaysRunTheEagerCallsKernels) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  const std::vector<std::pair<std::string, SuiteRequest>> suites = {
+      {"dsa_decode", {"dsa-contest", {}}},
+      {"dsa_decode", {"dsa-contest", {{"kv", 1}}}},
+      {"dsa_decode", {"dsa-contest", {{"heads", 128}}}},
+      {"dsa_decode", {"dsa-contest", {{"heads", 128}, {"kv", 1}}}},
+      {"mla_decode", {"mla-edge", {}}}};
+  for (const auto& [op_name, request] : suites) {
+    const OpBench* op = find_op_bench(op_name);
+    ASSERT_NE(op, nullptr);
+    std::unique_ptr<BenchSuite> suite;
+    ASSERT_TRUE(op->make_suite(request, fresh_seed(), &suite).is_ok());
+    const std::unique_ptr<BenchSession> session = suite->open_session(1);
+    for (size_t i = 0; i < std::min<size_t>(suite->size(), 3); ++i) {
+      SCOPED_TRACE(suite_label(*op, request) + "/" + suite->info(i).name);
+      const KernelEntry* kernel = suite->default_kernel(i);
+      ASSERT_NE(kernel, nullptr);
+      DeviceFacts facts;
+      ASSERT_TRUE(query_device(0, &facts).is_ok());
+      if (!check_kernel_arch(*kernel, facts).is_ok()) GTEST_SKIP() << "needs " << kernel->info().key << "'s arch";
+      PlanTarget target;
+      ASSERT_TRUE(plan_target(*kernel, -1, &target).is_ok());
+      ASSERT_TRUE(session->prepare(i).is_ok());
+      BenchPlan plan;
+      ASSERT_TRUE(suite->plan(i, target, nullptr, &plan).is_ok());
+      TimingConfig c;
+      c.warmup = 1;
+      c.iters = 5;
+      TimingResult eager, graph;
+      ASSERT_TRUE(session->time(plan, c, &eager).is_ok());
+      c.graph = true;
+      const Status st = session->time(plan, c, &graph);
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      EXPECT_NE(graph.method.find("graph"), std::string::npos) << graph.method;
+      if (eager.method == "cupti") EXPECT_EQ(graph.kernels_per_call, eager.kernels_per_call);
+      EXPECT_GT(graph.median_us, 0.0);
+    }
+  }
 }
 
 // A plan that is not the session's, or none, is refused before anything runs.

@@ -115,6 +115,53 @@ TEST_F(TimerTest, CuptiSpanCoversTwoKernelsAndTheGapBetweenThem) {
                                                    "flush or busy-wait";
 }
 
+// Graph mode: the call captured once and replayed; its span covers the same kernels (the flush and
+// the busy-wait stay outside the graph and the span), and a replay of two spins lasts about as
+// long as the eager call.
+TEST_F(TimerTest, GraphReplaysSpanTheEagerCallsKernels) {
+  SKIP_WITHOUT_SM90();
+  SKIP_WITHOUT_CUPTI();
+  const GpuCall two = [](cudaStream_t s) -> Status {
+    MLAKIT_RETURN_IF_ERROR(spin_call(20)(s));
+    return spin_call(20)(s);
+  };
+  TimingConfig c = config(TimingConfig::Method::kCupti);
+  TimingResult eager, graph;
+  ASSERT_TRUE(time_gpu_call(two, stream_, c, &eager).is_ok());
+  c.graph = true;
+  const Status st = time_gpu_call(two, stream_, c, &graph);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(eager.method, "cupti");
+  EXPECT_EQ(graph.method, "cupti, graph");
+  EXPECT_EQ(eager.kernels_per_call, 2);
+  EXPECT_EQ(graph.kernels_per_call, 2);
+  EXPECT_NEAR(graph.median_us, eager.median_us, 40.0 * kTolerance);
+}
+
+// The legacy default stream cannot be captured, and a call that fails under capture says so;
+// either way the stream is left usable.
+TEST_F(TimerTest, GraphModeErrorsNameTheirCause) {
+  SKIP_WITHOUT_SM90();
+  TimingConfig c = config(TimingConfig::Method::kAuto);
+  c.graph = true;
+  TimingResult r;
+  Status st = time_gpu_call(spin_call(5), nullptr, c, &r);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("legacy default stream"), std::string::npos) << st.message();
+  int calls = 0;
+  const GpuCall fails_second = [&calls](cudaStream_t s) -> Status {
+    if (++calls == 2) return Status::invalid_argument("refused");
+    return spin_call(5)(s);
+  };
+  st = time_gpu_call(fails_second, stream_, c, &r);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("under capture: refused"), std::string::npos) << st.message();
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusActive;
+  ASSERT_EQ(cudaStreamIsCapturing(stream_, &capturing), cudaSuccess);
+  EXPECT_EQ(capturing, cudaStreamCaptureStatusNone);
+  EXPECT_TRUE(time_gpu_call(spin_call(5), stream_, config(TimingConfig::Method::kAuto), &r).is_ok());
+}
+
 TEST_F(TimerTest, HostWorkInsideTheCallIsNotInTheSpan) {
   SKIP_WITHOUT_SM90();
   // The call sleeps 200 us on the host before launching a 50 us spin: the host cost shows in

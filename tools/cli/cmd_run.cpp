@@ -14,7 +14,7 @@ namespace {
 const char* kRunUsage =
     "usage: mlakit run [OP|KERNEL] <shape options> [--kernel KEY] [--tiling NAME] [--seed S] [--seeds N]\n"
     "                  [--check] [--no-time] [--no-floor] [--explain [--device-preset NAME]]\n"
-    "                  [--warmup N] [--iters N] [--out DIR] [--prof MODE] [--warm-l2] [--quiet]\n\n"
+    "                  [--warmup N] [--iters N] [--out DIR] [--prof MODE] [--graph] [--warm-l2] [--quiet]\n\n"
     "Runs one synthetic shape of an op (default dsa_decode). dsa_decode's shape options:\n"
     "--t N [--page-size P] [--topk K] [--num-pages N] [--valid V] [--mixed] [--heads H]\n"
     "[--kv bf16|fp8]: T tokens of H query heads (16, 32, 64 or 128; default 16), each row V valid\n"
@@ -28,8 +28,8 @@ const char* kRunUsage =
     "(without a usable GPU, or with --device-preset NAME, for that chip's limits, running nothing,\n"
     "as for bench). A tiling the shape cannot run exits 2 with the reason.\n\n"
     "Profiling: --prof disabled|annotation|ncu|ncu-stalls, as for bench (--prof-kernel REGEX,\n"
-    "--prof-skip N, --prof-count N); --warm-l2 as for bench. Results are appended to --out DIR\n"
-    "(default out/) as JSON lines and CSV.\n\n"
+    "--prof-skip N, --prof-count N); --graph and --warm-l2 as for bench. Results are appended to\n"
+    "--out DIR (default out/) as JSON lines and CSV.\n\n"
     "The host memory the shape needs is estimated first: past the limit (physical memory, or\n"
     "MLAKIT_HOST_MEMORY_LIMIT=16G lower) it exits 2 naming the option that sized it; a shape whose\n"
     "host work is estimated past 10 s says so on stderr. --quiet: no progress line on a terminal.";

@@ -154,9 +154,10 @@ void run_gpu_workload(const SuiteRun& run, const DeviceFacts& facts, BenchSessio
     return;
   }
   totals->span_sum_us += t.median_us;
-  // Warm-L2 spans are a diagnosis, never the figure of merit: their records name another suite.
-  const BenchRun what{run.suite.title() + (o.timing.cold_l2 ? "" : " (warm L2)"), run.suite.op(), plan.kernel_key(),
-                      plan.tiling()};
+  // Warm-L2 spans are a diagnosis, never the figure of merit, and graph replays another mode of
+  // the same calls: their records name another suite.
+  const BenchRun what{run.suite.title() + (o.timing.graph ? " (graph)" : "") + (o.timing.cold_l2 ? "" : " (warm L2)"),
+                      run.suite.op(), plan.kernel_key(), plan.tiling()};
   totals->records.push_back(
       make_bench_record(what, w, facts, t, o.timing.iters, o.verify ? &v : nullptr, totals->ceiling_gbps,
                         totals->peak_tflops));
@@ -237,10 +238,10 @@ bool write_records(const std::string& out_dir, const std::vector<BenchRecord>& r
 int run_gpu(const SuiteRun& run) {
   const SuiteOptions& o = run.o;
   const DeviceFacts& facts = run.target.facts();
-  std::printf("%s on %s, kernel %s%s\n", run.suite.title().c_str(), facts.describe().c_str(),
-              run.kernel.info().key.c_str(),
-              !o.time ? "" : o.timing.cold_l2 ? " (span = median GPU time of one call, cold L2)"
-                                              : " (span = median GPU time of one call, WARM L2: a diagnosis, not the figure of merit)");
+  const char* of = o.timing.graph ? "one replay of the call captured in a CUDA graph" : "one call";
+  std::printf("%s on %s, kernel %s%s%s%s\n", run.suite.title().c_str(), facts.describe().c_str(),
+              run.kernel.info().key.c_str(), o.time ? " (span = median GPU time of " : "", o.time ? of : "",
+              !o.time ? "" : o.timing.cold_l2 ? ", cold L2)" : ", WARM L2: a diagnosis, not the figure of merit)");
   Totals totals;
   if (o.prof == ProfMode::kAnnotation) set_nvtx_enabled(true);
   if (o.time) {
@@ -399,6 +400,7 @@ void declare(Args& args, Kind kind, CommandLine* c) {
     args.integer("--iters", &c->iters, 1, 100000);
     args.flag("--no-floor", &c->no_floor);
     args.flag("--warm-l2", &c->warm_l2);
+    args.flag("--graph", &c->graph);
     args.text("--out", &c->out);
   }
   if (kind == Kind::kBench) args.flag("--no-verify", &c->no_verify);
@@ -422,6 +424,7 @@ void read_options(Args& args, const CommandLine& c, SuiteOptions* o) {
   o->timing.warmup = int(c.warmup);
   o->timing.iters = int(c.iters);
   o->timing.cold_l2 = !c.warm_l2;
+  o->timing.graph = c.graph;
   o->explain = c.explain;
   o->device_preset = c.device_preset;
   if (args.given("--device-preset") && !c.explain) args.error("--device-preset NAME only applies with --explain");

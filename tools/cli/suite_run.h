@@ -39,7 +39,7 @@ struct CommandLine {
       device_preset;
   long long seed = 1, seeds = 1, warmup = 10, iters = 50, prof_skip = 0, prof_count = 2;
   bool no_verify = false, no_floor = false, explain = false, check = false, no_time = false, quiet = false,
-       warm_l2 = false;
+       warm_l2 = false, graph = false;
   std::map<std::string, long long> shape;  // run: every op's integer shape options, by name ("t")
   std::map<std::string, bool> shape_flags;  // run: every op's flag shape options ("causal")
   // run: every op's named choices ("kv" -> "fp8"); verify and bench: those that flavour suites
