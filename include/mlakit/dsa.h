@@ -60,6 +60,10 @@ struct DsaTensors {
   const int32_t* sparse_indices = nullptr;  // int32 [T, topk], flat slot or -1
   void* output = nullptr;                   // bf16 [T, H, ckv], contiguous
   float* lse = nullptr;                     // fp32 [T, H], contiguous, base 2
+  // fp32 [H] or null: FlashMLA's attention sink, a logit per head (natural log) whose value row is
+  // zero: out = sum_j e^(s_j) v_j / (sum_j e^(s_j) + e^(sink[h])), normalised once in fp32. The lse
+  // stays that of the real logits.
+  const float* attn_sink = nullptr;
   float sm_scale = 0.f;
 
   int64_t q_nope_stride_t = 0, q_nope_stride_h = 0;

@@ -10,18 +10,19 @@ __version__: str
 
 cuda_runtime_version: int
 
-def dsa_sparse_attention(q_nope: object | None, q_pe: object | None, ckv_cache: object | None, kpe_cache: object | None, sparse_indices: object | None, sm_scale: object | None, out: object | None = None, lse: object | None = None, stream: object | None = None) -> tuple:
+def dsa_sparse_attention(q_nope: object | None, q_pe: object | None, ckv_cache: object | None, kpe_cache: object | None, sparse_indices: object | None, sm_scale: object | None, out: object | None = None, lse: object | None = None, stream: object | None = None, attn_sink: object | None = None) -> tuple:
     """
     Runs DSA sparse attention decode; returns (out, lse), allocating whichever is None.
     stream: None = the inputs' framework's current stream, else a cudaStream_t as int.
+    attn_sink: None, or fp32 [num_heads]: a zero-valued logit per head in the denominator.
     """
 
-def dsa_sparse_attention_fp8(q_nope: object | None, q_pe: object | None, kv_cache: object | None, sparse_indices: object | None, sm_scale: object | None, out: object | None = None, lse: object | None = None, stream: object | None = None) -> tuple:
+def dsa_sparse_attention_fp8(q_nope: object | None, q_pe: object | None, kv_cache: object | None, sparse_indices: object | None, sm_scale: object | None, out: object | None = None, lse: object | None = None, stream: object | None = None, attn_sink: object | None = None) -> tuple:
     """
     Runs DSA sparse attention decode on the FP8 cache (uint8 or float8_e4m3fn
     [num_pages, page_size, 656] or [num_pages, page_size, 1, 656]); returns (out, lse),
     allocating whichever is None. stream: None = the inputs' framework's current stream, else
-    a cudaStream_t as int.
+    a cudaStream_t as int. attn_sink: as dsa_sparse_attention's.
     """
 
 def quantize_dsa_fp8(ckv: object | None, kpe: object | None = None, out: object | None = None, stream: object | None = None) -> object:

@@ -73,7 +73,7 @@ def _through_ops(tensor, stream) -> bool:
 
 
 def dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, *,
-                         out=None, lse=None):
+                         out=None, lse=None, attn_sink=None):
     """DeepSeek-V3.2 sparse attention decode over the slots ``sparse_indices`` selects.
 
     Args:
@@ -89,6 +89,9 @@ def dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_
         sm_scale: softmax scale (a float; the contest passes 0.1352337788608801).
         out: optional bf16 [T, H, 512] contiguous output, written in place.
         lse: optional fp32 [T, H] contiguous base-2 log-sum-exp, written in place.
+        attn_sink: optional fp32 [H] contiguous, an attention sink per head (natural log, as
+            FlashMLA's): out = sum_j e^(s_j) v_j / (sum_j e^(s_j) + e^(attn_sink[h])), normalised
+            once in fp32 inside the kernel; the lse stays that of the real logits.
 
     Returns:
         ``(out, lse)``; an empty row gives output 0 and lse -inf. The work is enqueued on the
@@ -103,20 +106,21 @@ def dsa_sparse_attention(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_
     """
     if type(q_nope) is _Tensor and not _is_compiling():
         return _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse,
-                    _stream_of(q_nope) if _needs_stream else None)
-    return _dispatch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse)
+                    _stream_of(q_nope) if _needs_stream else None, attn_sink)
+    return _dispatch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse,
+                     attn_sink)
 
 
-def _dispatch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
+def _dispatch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse, attn_sink):
     if _through_ops(q_nope, None):
         return _torch.call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out,
-                              lse)
+                              lse, attn_sink)
     return _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse,
-                _stream_arg(q_nope, None))
+                _stream_arg(q_nope, None), attn_sink)
 
 
 def dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, *, out=None,
-                             lse=None, stream=None):
+                             lse=None, stream=None, attn_sink=None):
     """``dsa_sparse_attention`` on DeepSeek-V3.2's FP8 cache (656-byte rows: 512 e4m3 latent
     values, 4 fp32 scales, 64 bf16 rope values; see ``quantize_dsa_fp8``).
 
@@ -133,9 +137,10 @@ def dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, *
         lse: optional fp32 [T, H] contiguous base-2 log-sum-exp, written in place.
         stream: None (the current CUDA stream of the inputs' device), a ``torch.cuda.Stream``
             or a raw cudaStream_t as an int. Eager calls only.
+        attn_sink: optional fp32 [H], as for ``dsa_sparse_attention``.
 
     Returns:
-        ``(out, lse)``, computed on the dequantized cache (exact in bf16) with the semantics of
+        ``(out, lse)``, computed on the dequantized cache with the semantics of
         ``dsa_sparse_attention``: an empty row gives output 0 and lse -inf; nothing
         synchronizes; with ``out`` and ``lse`` given and the shape seen before, a call allocates
         nothing (CUDA-graph friendly).
@@ -146,11 +151,13 @@ def dsa_sparse_attention_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, *
     if type(q_nope) is _Tensor and not _is_compiling():
         if stream is not None or _needs_stream:
             stream = _stream_arg(q_nope, stream)
-        return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse, stream)
+        return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse, stream,
+                        attn_sink)
     if _through_ops(q_nope, stream):
-        return _torch.call_fp8_op(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse)
+        return _torch.call_fp8_op(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse,
+                                  attn_sink)
     return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse,
-                    _stream_arg(q_nope, stream))
+                    _stream_arg(q_nope, stream), attn_sink)
 
 
 def quantize_dsa_fp8(ckv, kpe=None, *, out=None, stream=None):

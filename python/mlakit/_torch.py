@@ -9,6 +9,7 @@
   -> None``: the same pair on DeepSeek-V3.2's FP8 cache.
 * ``torch.ops.mlakit.quantize_dsa_fp8(ckv, kpe) -> cache`` (kpe may be None: the combined cache)
   and ``torch.ops.mlakit.quantize_dsa_fp8_out(ckv, kpe, out) -> None``: the FP8 quantizer.
+  The four DSA operators take an optional last argument ``attn_sink`` (fp32 [H] or None).
 * ``torch.ops.mlakit.mla_decode(q_nope, q_pe, ckv_cache, kpe_cache, block_table, cache_seqlens,
   sm_scale, causal) -> (output, lse)`` (q_pe and kpe_cache may be None: the combined layouts) and
   ``torch.ops.mlakit.mla_decode_out(..., causal, out, lse) -> None``, the same pair for dense
@@ -92,45 +93,50 @@ def _define_ops() -> Optional[str]:
     @torch.library.custom_op("mlakit::dsa_sparse_attention", mutates_args=())
     def dsa_sparse_attention(q_nope: torch.Tensor, q_pe: torch.Tensor, ckv_cache: torch.Tensor,
                              kpe_cache: torch.Tensor, sparse_indices: torch.Tensor,
-                             sm_scale: float) -> Tuple[torch.Tensor, torch.Tensor]:
+                             sm_scale: float, attn_sink: Optional[torch.Tensor] = None
+                             ) -> Tuple[torch.Tensor, torch.Tensor]:
         return _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, None, None,
-                    _stream(q_nope))
+                    _stream(q_nope), attn_sink)
 
     @dsa_sparse_attention.register_fake
-    def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale):
+    def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, attn_sink=None):
         return dsa_outputs(q_nope)
 
     @torch.library.custom_op("mlakit::dsa_sparse_attention_out", mutates_args=("out", "lse"))
     def dsa_sparse_attention_out(q_nope: torch.Tensor, q_pe: torch.Tensor,
                                  ckv_cache: torch.Tensor, kpe_cache: torch.Tensor,
                                  sparse_indices: torch.Tensor, sm_scale: float,
-                                 out: torch.Tensor, lse: torch.Tensor) -> None:
+                                 out: torch.Tensor, lse: torch.Tensor,
+                                 attn_sink: Optional[torch.Tensor] = None) -> None:
         _run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse,
-             _stream(q_nope))
+             _stream(q_nope), attn_sink)
 
     @dsa_sparse_attention_out.register_fake
-    def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
+    def _(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse, attn_sink=None):
         return None
 
     @torch.library.custom_op("mlakit::dsa_sparse_attention_fp8", mutates_args=())
     def dsa_sparse_attention_fp8(q_nope: torch.Tensor, q_pe: torch.Tensor, kv_cache: torch.Tensor,
-                                 sparse_indices: torch.Tensor,
-                                 sm_scale: float) -> Tuple[torch.Tensor, torch.Tensor]:
+                                 sparse_indices: torch.Tensor, sm_scale: float,
+                                 attn_sink: Optional[torch.Tensor] = None
+                                 ) -> Tuple[torch.Tensor, torch.Tensor]:
         return _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, None, None,
-                        _stream(q_nope))
+                        _stream(q_nope), attn_sink)
 
     @dsa_sparse_attention_fp8.register_fake
-    def _(q_nope, q_pe, kv_cache, sparse_indices, sm_scale):
+    def _(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, attn_sink=None):
         return dsa_outputs(q_nope)
 
     @torch.library.custom_op("mlakit::dsa_sparse_attention_fp8_out", mutates_args=("out", "lse"))
     def dsa_sparse_attention_fp8_out(q_nope: torch.Tensor, q_pe: torch.Tensor,
                                      kv_cache: torch.Tensor, sparse_indices: torch.Tensor,
-                                     sm_scale: float, out: torch.Tensor, lse: torch.Tensor) -> None:
-        _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse, _stream(q_nope))
+                                     sm_scale: float, out: torch.Tensor, lse: torch.Tensor,
+                                     attn_sink: Optional[torch.Tensor] = None) -> None:
+        _run_fp8(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse, _stream(q_nope),
+                 attn_sink)
 
     @dsa_sparse_attention_fp8_out.register_fake
-    def _(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse):
+    def _(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse, attn_sink=None):
         return None
 
     @torch.library.custom_op("mlakit::quantize_dsa_fp8", mutates_args=())
@@ -218,33 +224,34 @@ def dsa_outputs(q_nope) -> Tuple[torch.Tensor, torch.Tensor]:
             q_nope.new_empty((num_tokens, num_heads), dtype=torch.float32))
 
 
-def _call_dsa_op(functional, destination, inputs, sm_scale, out, lse):
+def _call_dsa_op(functional, destination, inputs, sm_scale, out, lse, attn_sink):
     """A DSA call through torch.ops: the functional operator when neither output is given, else
     the destination-passing one, with the missing output allocated."""
     sm_scale = float(sm_scale)
     if out is None and lse is None:
-        return functional(*inputs, sm_scale)
+        return functional(*inputs, sm_scale, attn_sink)
     q_nope = inputs[0]
     if out is None:
         out = q_nope.new_empty(q_nope.shape, dtype=torch.bfloat16)
     if lse is None:
         lse = q_nope.new_empty(q_nope.shape[:2], dtype=torch.float32)
-    destination(*inputs, sm_scale, out, lse)
+    destination(*inputs, sm_scale, out, lse, attn_sink)
     return out, lse
 
 
-def call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse):
+def call_op(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, out, lse, attn_sink=None):
     """mlakit.dsa_sparse_attention through torch.ops (while compiling, or for subclasses)."""
     return _call_dsa_op(torch.ops.mlakit.dsa_sparse_attention,
                         torch.ops.mlakit.dsa_sparse_attention_out,
-                        (q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices), sm_scale, out, lse)
+                        (q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices), sm_scale, out, lse,
+                        attn_sink)
 
 
-def call_fp8_op(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse):
+def call_fp8_op(q_nope, q_pe, kv_cache, sparse_indices, sm_scale, out, lse, attn_sink=None):
     """mlakit.dsa_sparse_attention_fp8 through torch.ops (while compiling, or for subclasses)."""
     return _call_dsa_op(torch.ops.mlakit.dsa_sparse_attention_fp8,
                         torch.ops.mlakit.dsa_sparse_attention_fp8_out,
-                        (q_nope, q_pe, kv_cache, sparse_indices), sm_scale, out, lse)
+                        (q_nope, q_pe, kv_cache, sparse_indices), sm_scale, out, lse, attn_sink)
 
 
 def call_quantize_op(ckv, kpe, out):

@@ -45,8 +45,12 @@ computed by mlakit's DSA kernel::
 The buffers are handed to the kernel as views (``q[..., :512]``, ``q[..., 512:]``,
 ``kv[..., :512]``, ``kv[..., 512:]`` as a page-size-1 cache, ``indices[:, 0, :]``): nothing is
 copied unless topk is not a multiple of 4 (the kernel reads index rows 16 bytes at a time) or
-``topk_length`` is given. docs/python.md lists every difference from FlashMLA; the head counts
-mlakit's kernels support are ``SUPPORTED_HEADS``.
+``topk_length`` is given. docs/python.md lists every difference from FlashMLA.
+
+Head counts: mlakit's kernels run ``SUPPORTED_HEADS``; any other h_q up to 128 (8 heads: Kimi-K2
+at TP 8, DeepSeek at TP 16) runs at the next of them, q copied into a zero-padded buffer and the
+outputs sliced back. ``attn_sink`` is applied inside the kernel, before its one rounding to bf16.
+Rows of more than ``MAX_TOPK_PER_CALL`` indices run as chunks of 2048 merged by their lse in fp32.
 """
 
 from __future__ import annotations
@@ -63,9 +67,13 @@ from ._api import dsa_sparse_attention, dsa_sparse_attention_fp8, mla_decode
 
 __all__ = ["SUPPORTED_HEADS", "flash_mla_sparse_fwd", "flash_mla_with_kvcache", "get_mla_metadata"]
 
-#: Query heads per call the DSA kernels run: DeepSeek-V3.2's 128 heads at TP 8, 4, 2 and 1
-#: (data-parallel attention).
+#: Query heads per call the kernels run natively: DeepSeek's 128 heads at TP 8, 4, 2 and 1
+#: (data-parallel attention). Other counts up to 128 run padded to the next of these.
 SUPPORTED_HEADS = (16, 32, 64, 128)
+#: Indices per row one kernel call takes (each CTA compacts its whole row); longer rows (FlashMLA's
+#: prefill tests use 4096 and 8192) run in chunks of _TOPK_CHUNK, merged by their lse.
+MAX_TOPK_PER_CALL = 2560
+_TOPK_CHUNK = 2048
 
 _D_CKV, _D_KPE = 512, 64
 _D_QK = _D_CKV + _D_KPE
@@ -89,14 +97,60 @@ def _expect_tensor(t, name: str, dtype: torch.dtype, ndim: int, layout: str) -> 
         raise ValueError(f"{name}: expected {ndim} dimensions {layout}, got shape {list(t.shape)}")
 
 
+def _padded_heads(h_q: int) -> int:
+    """The head count a call of h_q query heads runs at: h_q itself when the kernels take it,
+    else the next count they take (the extra heads are zeros, their outputs dropped)."""
+    if h_q < 1:
+        raise ValueError(f"q: expected at least one query head, got h_q = {h_q}")
+    for h in SUPPORTED_HEADS:
+        if h >= h_q:
+            return h
+    raise NotImplementedError(f"q: {h_q} query heads; mlakit's kernels run at most "
+                              f"{SUPPORTED_HEADS[-1]} (DeepSeek's head count)")
+
+
+def _pad_heads(x, dim: int, heads: int, fill: float = 0.0):
+    """x with dimension `dim` padded to `heads` entries of `fill` (x itself when it has them)."""
+    if x is None or x.shape[dim] == heads:
+        return x
+    shape = list(x.shape)
+    shape[dim] = heads
+    padded = x.new_full(shape, fill)
+    padded.narrow(dim, 0, x.shape[dim]).copy_(x)
+    return padded
+
+
+def _unpad_heads(x, dim: int, h_q: int):
+    """The first h_q heads of a padded output, contiguous as FlashMLA returns its outputs."""
+    return x if x.shape[dim] == h_q else x.narrow(dim, 0, h_q).contiguous()
+
+
+def _sparse_rows(run, sparse_indices, attn_sink):
+    """``run(indices, attn_sink) -> (out [T, H, 512], lse [T, H] base 2)`` over the [T, topk]
+    rows: one call when topk <= MAX_TOPK_PER_CALL, else one call per chunk of _TOPK_CHUNK
+    columns, merged in fp32 by the chunks' lse (the sink joins the merge's denominator)."""
+    topk = sparse_indices.shape[1]
+    if topk <= MAX_TOPK_PER_CALL:
+        return run(sparse_indices, attn_sink)
+    parts = [run(sparse_indices[:, c:c + _TOPK_CHUNK], None) for c in range(0, topk, _TOPK_CHUNK)]
+    lse = torch.stack([l for _, l in parts])                            # [chunks, T, H]
+    top = lse.amax(dim=0)
+    origin = torch.where(top == -math.inf, torch.zeros_like(top), top)
+    w = torch.exp2(lse - origin)                                        # 0 for empty chunks
+    total = w.sum(dim=0)
+    out = sum(wi[..., None] * o.float() for wi, (o, _) in zip(w, parts))
+    denominator = total
+    if attn_sink is not None:
+        denominator = total + torch.exp2(attn_sink.float() / _LN2 - origin)
+    out = torch.where(total[..., None] > 0, out / denominator[..., None], torch.zeros_like(out))
+    merged_lse = torch.where(total > 0, origin + torch.log2(total), torch.full_like(total, -math.inf))
+    return out.to(torch.bfloat16), merged_lse
+
+
 def _check_heads_sink_and_lengths(h_q, attn_sink, topk_length, rows, heads_name, rows_name) -> None:
     """The head count, ``attn_sink`` [h_q] and ``topk_length`` [rows] of a sparse call; the names
     are those of the dimensions in the caller's layout (FlashMLA's two interfaces differ)."""
-    if h_q not in SUPPORTED_HEADS:
-        raise NotImplementedError(
-            f"q: {h_q} query heads are not supported; mlakit's DSA kernels take h_q in "
-            f"{list(SUPPORTED_HEADS)} (DeepSeek-V3.2 at TP 8, 4, 2, 1). Pass the real heads, not "
-            f"heads padded for FlashMLA")
+    _padded_heads(h_q)
     if attn_sink is not None:
         _expect_tensor(attn_sink, "attn_sink", torch.float32, 1, f"[{heads_name}]")
         if attn_sink.shape[0] != h_q:
@@ -223,11 +277,15 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v: int = 512, attn_sink=Non
             outside SUPPORTED_HEADS, d_qk = 512); errors of mlakit.dsa_sparse_attention.
     """
     check_arguments(q, kv, indices, d_v, attn_sink, topk_length)
-    q_nope, q_pe, ckv, kpe, sparse_indices = native_arguments(q, kv, indices, topk_length)
+    h_q = q.shape[1]
+    heads = _padded_heads(h_q)
+    q_nope, q_pe, ckv, kpe, sparse_indices = native_arguments(_pad_heads(q, 1, heads), kv, indices,
+                                                              topk_length)
     scale = float(sm_scale)
-    out, lse_base2 = dsa_sparse_attention(q_nope, q_pe, ckv, kpe, sparse_indices, scale)
-    if attn_sink is not None:
-        out = apply_attn_sink(out, lse_base2 * _LN2, attn_sink)
+    out, lse_base2 = _sparse_rows(
+        lambda idx, sink: dsa_sparse_attention(q_nope, q_pe, ckv, kpe, idx, scale, attn_sink=sink),
+        sparse_indices, _pad_heads(attn_sink, 0, heads, -math.inf))
+    out, lse_base2 = _unpad_heads(out, 1, h_q), _unpad_heads(lse_base2, 1, h_q)
     max_logits = max_logits_of(q, kv, sparse_indices, scale) if return_max_logits else None
     return out, max_logits, lse_to_flashmla(lse_base2)
 
@@ -387,13 +445,16 @@ def _sparse_decode(q, k_cache, head_dim_v, softmax_scale, causal, is_fp8_kvcache
     check_sparse_decode_arguments(q, k_cache, head_dim_v, causal, is_fp8_kvcache, indices,
                                   attn_sink, topk_length, **extra)
     b, s_q, h_q, _ = q.shape
-    q_nope, q_pe, sparse_indices = sparse_decode_arguments(q, indices, topk_length)
+    heads = _padded_heads(h_q)
+    q_nope, q_pe, sparse_indices = sparse_decode_arguments(_pad_heads(q, 2, heads), indices,
+                                                           topk_length)
     scale = _D_QK ** -0.5 if softmax_scale is None else float(softmax_scale)
-    out, lse_base2 = dsa_sparse_attention_fp8(q_nope, q_pe, k_cache, sparse_indices, scale)
-    out = out.view(b, s_q, h_q, _D_CKV)
-    lse_base2 = lse_base2.view(b, s_q, h_q)
-    if attn_sink is not None:
-        out = apply_attn_sink(out, lse_base2 * _LN2, attn_sink)
+    out, lse_base2 = _sparse_rows(
+        lambda idx, sink: dsa_sparse_attention_fp8(q_nope, q_pe, k_cache, idx, scale,
+                                                   attn_sink=sink),
+        sparse_indices, _pad_heads(attn_sink, 0, heads, -math.inf))
+    out = _unpad_heads(out.view(b, s_q, heads, _D_CKV), 2, h_q)
+    lse_base2 = _unpad_heads(lse_base2.view(b, s_q, heads), 2, h_q)
     return out, lse_to_flashmla(lse_base2.transpose(1, 2)).contiguous()
 
 
@@ -447,6 +508,8 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
                             extra_indices_in_kvcache=extra_indices_in_kvcache,
                             topk_length=topk_length, extra_topk_length=extra_topk_length)
     scale = _D_QK ** -0.5 if softmax_scale is None else float(softmax_scale)
-    out, lse_base2 = mla_decode(q, None, k_cache.select(2, 0), None, block_table, cache_seqlens,
-                                scale, causal=bool(causal))
+    h_q = q.shape[2]
+    out, lse_base2 = mla_decode(_pad_heads(q, 2, _padded_heads(h_q)), None, k_cache.select(2, 0),
+                                None, block_table, cache_seqlens, scale, causal=bool(causal))
+    out, lse_base2 = _unpad_heads(out, 2, h_q), _unpad_heads(lse_base2, 2, h_q)
     return out, lse_to_flashmla(lse_base2.transpose(1, 2)).contiguous()

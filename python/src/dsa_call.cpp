@@ -34,6 +34,8 @@ struct DsaCall {
   nb::handle lead;  // q_nope
   TensorArg q_nope, q_pe, ckv, kpe, kv, indices;
   OutputArg out, lse;
+  TensorArg sink;  // attn_sink, when given (has_sink)
+  bool has_sink = false;
   float sm_scale = 0.f;
   int64_t ckv_slot_stride = 0, kpe_slot_stride = 0, kv_page_stride = 0;
   int device = 0;
@@ -44,7 +46,8 @@ struct DsaCall {
 
   // `cache` is ckv_cache, or kv_cache for the FP8 cache (then `kpe_obj` is unused).
   void import(nb::handle q_nope_obj, nb::handle q_pe_obj, nb::handle cache_obj, nb::handle kpe_obj,
-              nb::handle indices_obj, nb::handle scale_obj, nb::handle out_obj, nb::handle lse_obj) {
+              nb::handle indices_obj, nb::handle scale_obj, nb::handle out_obj, nb::handle lse_obj,
+              nb::handle sink_obj) {
     lead = q_nope_obj;
     import_tensor(q_nope, "q_nope", q_nope_obj);
     import_tensor(q_pe, "q_pe", q_pe_obj);
@@ -58,6 +61,8 @@ struct DsaCall {
     sm_scale = float(read_scale(scale_obj));
     import_output(out, "out", out_obj);
     import_output(lse, "lse", lse_obj);
+    has_sink = !sink_obj.is_none();
+    if (has_sink) import_tensor(sink, "attn_sink", sink_obj);
   }
 
   void check() {
@@ -78,6 +83,7 @@ struct DsaCall {
     expect_dtype(indices, "sparse_indices", kInt32);
     if (out.given) expect_dtype(out.arg, "out", kBf16);
     if (lse.given) expect_dtype(lse.arg, "lse", kFloat32);
+    if (has_sink) expect_dtype(sink, "attn_sink", kFloat32);
     expect_ndim(q_nope, "q_nope", 3, "[num_tokens, num_heads, head_dim_ckv]");
     expect_ndim(q_pe, "q_pe", 3, "[num_tokens, num_heads, head_dim_kpe]");
     if (fp8) {
@@ -89,6 +95,7 @@ struct DsaCall {
     expect_ndim(indices, "sparse_indices", 2, "[num_tokens, topk]");
     if (out.given) expect_ndim(out.arg, "out", 3, "[num_tokens, num_heads, head_dim_ckv]");
     if (lse.given) expect_ndim(lse.arg, "lse", 2, "[num_tokens, num_heads]");
+    if (has_sink) expect_ndim(sink, "attn_sink", 1, "[num_heads]");
   }
 
   void check_shapes() const {
@@ -106,6 +113,7 @@ struct DsaCall {
     expect_shape(indices, "sparse_indices", {T, -1}, "num_tokens of q_nope");
     if (out.given) expect_shape(out.arg, "out", {T, H, D_ckv}, "the shape of q_nope");
     if (lse.given) expect_shape(lse.arg, "lse", {T, H}, "num_tokens and num_heads of q_nope");
+    if (has_sink) expect_shape(sink, "attn_sink", {H}, "num_heads of q_nope");
   }
 
   // Strides and alignment (dsa_layout.h), the devices last: all but the device check read only
@@ -124,6 +132,7 @@ struct DsaCall {
     expect_row_layout(indices, "sparse_indices");
     if (out.given) expect_contiguous(out.arg, "out");
     if (lse.given) expect_contiguous(lse.arg, "lse");
+    if (has_sink) expect_contiguous(sink, "attn_sink");
     const TensorArg* no = nullptr;
     const NamedArg args[] = {{&q_nope, "q_nope"},
                              {&q_pe, "q_pe"},
@@ -131,9 +140,10 @@ struct DsaCall {
                              {fp8 ? no : &kpe, "kpe_cache"},
                              {&indices, "sparse_indices"},
                              {out.given ? &out.arg : no, "out"},
-                             {lse.given ? &lse.arg : no, "lse"}};
-    for (const NamedArg& a : args)
-      if (a.t != nullptr) expect_aligned(*a.t, a.name);
+                             {lse.given ? &lse.arg : no, "lse"},
+                             {has_sink ? &sink : no, "attn_sink"}};
+    for (const NamedArg& a : args)  // attn_sink is read a float at a time: any float's alignment
+      if (a.t != nullptr && a.t != &sink) expect_aligned(*a.t, a.name);
     device = expect_one_device(args);
   }
 
@@ -185,6 +195,7 @@ struct DsaCall {
     x.sparse_indices = static_cast<const int32_t*>(indices.data());
     x.output = out.data;
     x.lse = static_cast<float*>(lse.data);
+    x.attn_sink = has_sink ? static_cast<const float*>(sink.data()) : nullptr;
     x.sm_scale = sm_scale;
     x.q_nope_stride_t = used_stride(q_nope, 0);
     x.q_nope_stride_h = used_stride(q_nope, 1);
@@ -199,18 +210,19 @@ struct DsaCall {
 
 nb::tuple dsa_sparse_attention(nb::handle q_nope_obj, nb::handle q_pe_obj, nb::handle ckv_obj,
                                nb::handle kpe_obj, nb::handle indices_obj, nb::handle scale_obj,
-                               nb::handle out_obj, nb::handle lse_obj, nb::handle stream_obj) {
+                               nb::handle out_obj, nb::handle lse_obj, nb::handle stream_obj,
+                               nb::handle sink_obj) {
   DsaCall call;
-  call.import(q_nope_obj, q_pe_obj, ckv_obj, kpe_obj, indices_obj, scale_obj, out_obj, lse_obj);
+  call.import(q_nope_obj, q_pe_obj, ckv_obj, kpe_obj, indices_obj, scale_obj, out_obj, lse_obj, sink_obj);
   return run_op(call, stream_obj);
 }
 
 nb::tuple dsa_sparse_attention_fp8(nb::handle q_nope_obj, nb::handle q_pe_obj, nb::handle kv_obj,
                                    nb::handle indices_obj, nb::handle scale_obj, nb::handle out_obj,
-                                   nb::handle lse_obj, nb::handle stream_obj) {
+                                   nb::handle lse_obj, nb::handle stream_obj, nb::handle sink_obj) {
   DsaCall call;
   call.fp8 = true;
-  call.import(q_nope_obj, q_pe_obj, kv_obj, nb::none(), indices_obj, scale_obj, out_obj, lse_obj);
+  call.import(q_nope_obj, q_pe_obj, kv_obj, nb::none(), indices_obj, scale_obj, out_obj, lse_obj, sink_obj);
   return run_op(call, stream_obj);
 }
 

@@ -12,13 +12,14 @@ namespace nb = nanobind;
 
 // mlakit._C.dsa_sparse_attention: returns (out, lse); allocates whichever of them is None.
 // `stream`: None = the inputs' framework's current stream on their device, else a raw
-// cudaStream_t as an int. Errors: TypeError (not a tensor, wrong dtype, sm_scale not a number),
+// cudaStream_t as an int. `attn_sink`: None, or fp32 [num_heads] contiguous (DsaTensors::attn_sink).
+// Errors: TypeError (not a tensor, wrong dtype, sm_scale not a number),
 // ValueError (shapes, strides, alignment, devices, Status kInvalidArgument), NotImplementedError
 // (kUnsupported), RuntimeError (CUDA and other failures).
 nb::tuple dsa_sparse_attention(nb::handle q_nope, nb::handle q_pe, nb::handle ckv_cache,
                                nb::handle kpe_cache, nb::handle sparse_indices,
                                nb::handle sm_scale, nb::handle out, nb::handle lse,
-                               nb::handle stream);
+                               nb::handle stream, nb::handle attn_sink);
 
 // mlakit._C.dsa_sparse_attention_fp8: the same call on DeepSeek-V3.2's FP8 cache (mlakit/dsa_fp8.h):
 // kv_cache uint8 or float8_e4m3fn, [num_pages, page_size, 656] or FlashMLA's
@@ -26,7 +27,7 @@ nb::tuple dsa_sparse_attention(nb::handle q_nope, nb::handle q_pe, nb::handle ck
 // padded pages included). Same returns, streams and errors.
 nb::tuple dsa_sparse_attention_fp8(nb::handle q_nope, nb::handle q_pe, nb::handle kv_cache,
                                    nb::handle sparse_indices, nb::handle sm_scale, nb::handle out,
-                                   nb::handle lse, nb::handle stream);
+                                   nb::handle lse, nb::handle stream, nb::handle attn_sink);
 
 // mlakit._C.check_indices: raises ValueError naming the first index that is neither -1 nor a
 // slot of the cache (bf16 ckv_cache, or the FP8 cache). Synchronizes the stream; refuses to run

@@ -25,16 +25,18 @@ NB_MODULE(_C, m) {
   m.def("dsa_sparse_attention", &py::dsa_sparse_attention, "q_nope"_a.none(), "q_pe"_a.none(),
         "ckv_cache"_a.none(), "kpe_cache"_a.none(), "sparse_indices"_a.none(),
         "sm_scale"_a.none(), "out"_a.none() = nb::none(), "lse"_a.none() = nb::none(),
-        "stream"_a.none() = nb::none(),
+        "stream"_a.none() = nb::none(), "attn_sink"_a.none() = nb::none(),
         "Runs DSA sparse attention decode; returns (out, lse), allocating whichever is None.\n"
-        "stream: None = the inputs' framework's current stream, else a cudaStream_t as int.");
+        "stream: None = the inputs' framework's current stream, else a cudaStream_t as int.\n"
+        "attn_sink: None, or fp32 [num_heads]: a zero-valued logit per head in the denominator.");
   m.def("dsa_sparse_attention_fp8", &py::dsa_sparse_attention_fp8, "q_nope"_a.none(), "q_pe"_a.none(),
         "kv_cache"_a.none(), "sparse_indices"_a.none(), "sm_scale"_a.none(),
         "out"_a.none() = nb::none(), "lse"_a.none() = nb::none(), "stream"_a.none() = nb::none(),
+        "attn_sink"_a.none() = nb::none(),
         "Runs DSA sparse attention decode on the FP8 cache (uint8 or float8_e4m3fn\n"
         "[num_pages, page_size, 656] or [num_pages, page_size, 1, 656]); returns (out, lse),\n"
         "allocating whichever is None. stream: None = the inputs' framework's current stream, else\n"
-        "a cudaStream_t as int.");
+        "a cudaStream_t as int. attn_sink: as dsa_sparse_attention's.");
   m.def("quantize_dsa_fp8", &py::quantize_dsa_fp8, "ckv"_a.none(), "kpe"_a.none() = nb::none(),
         "out"_a.none() = nb::none(), "stream"_a.none() = nb::none(),
         "Writes the FP8 cache of bf16 ckv [num_pages, page_size, 512] and kpe [.., 64] (kpe None: ckv\n"

@@ -68,9 +68,10 @@ BAD_CALLS = {
                       "indices: expected dtype int32, got int64"),
     "indices-shape": (lambda t, a: a.update(indices=a["indices"][:1]), ValueError,
                       "indices: expected shape [2, 1, topk]"),
-    "heads-8": (lambda t, a: a.update(q=t.zeros(2, 8, 576, dtype=t.bfloat16)),
-                NotImplementedError, "8 query heads are not supported; mlakit's DSA kernels "
-                                     "take h_q in [16, 32, 64, 128]"),
+    "heads-129": (lambda t, a: a.update(q=t.zeros(2, 129, 576, dtype=t.bfloat16)),
+                  NotImplementedError, "q: 129 query heads; mlakit's kernels run at most 128"),
+    "heads-0": (lambda t, a: a.update(q=t.zeros(2, 0, 576, dtype=t.bfloat16)), ValueError,
+                "q: expected at least one query head"),
     "d-v": (lambda t, a: a.update(d_v=256), ValueError, "d_v: expected 512"),
     "sink-shape": (lambda t, a: a.update(attn_sink=t.zeros(8)), ValueError,
                    "attn_sink: expected shape [16]"),
@@ -128,21 +129,6 @@ def test_lse_becomes_natural_log_with_plus_inf_for_empty_rows(torch):
     lse2 = torch.tensor([[1.0, -math.inf], [0.0, -2.5]])
     lse = compat.lse_to_flashmla(lse2)
     assert torch.equal(lse, torch.tensor([[math.log(2.0), math.inf], [0.0, -2.5 * math.log(2.0)]]))
-
-
-def test_attention_sink_scales_by_exp_lse_over_exp_lse_plus_exp_sink(torch):
-    out = torch.ones(2, 16, 512, dtype=torch.bfloat16)
-    out[1, 3] = 0  # an empty row's output
-    lse = torch.zeros(2, 16)
-    lse[1, 3] = -math.inf
-    sink = torch.zeros(16)
-    sink[0], sink[1], sink[2] = math.inf, -math.inf, math.log(3.0)
-    got = compat.apply_attn_sink(out, lse, sink).float()
-    assert bool((got[:, 0] == 0).all())                       # +inf sink: all weight on the sink
-    assert bool((got[:, 1] == 1).all())                       # -inf sink: no effect
-    assert torch.allclose(got[0, 2], torch.full((512,), 0.25), atol=1e-3)  # 1 / (1 + 3)
-    assert torch.allclose(got[0, 4], torch.full((512,), 0.5), atol=1e-3)   # 1 / (1 + 1)
-    assert bool((got[1, 3] == 0).all()) and not bool(got.isnan().any())
 
 
 def test_max_logits_is_the_largest_scaled_logit_of_the_valid_entries(torch):
@@ -217,17 +203,28 @@ def test_matches_a_flashmla_convention_reference(torch, gpu, s_q, h_q):
     assert torch.allclose(max_logits[finite].double(), want_max[finite], rtol=1e-5, atol=1e-4)
 
 
-def test_attention_sink_and_topk_length_match_the_reference(torch, gpu):
-    q, kv, indices, _ = flashmla_inputs(torch, 5, pages=64, topk=512, device=gpu, seed=9)
-    sink = torch.randn(16, device=gpu)
+# The sink inside the kernel's epilogue (split rows: in the merge) at 16 heads, at 64 and 128 (the
+# 64-head CTA from T x H = 1024), at head counts run padded (8, 9), and on rows of more than
+# MAX_TOPK_PER_CALL indices (chunks merged with the sink in the denominator).
+@pytest.mark.parametrize("s_q,h_q,topk,pages", [(5, 16, 512, 64), (16, 64, 2048, 64),
+                                                (8, 128, 2048, 64), (5, 8, 512, 64),
+                                                (3, 9, 4100, 128)])
+def test_attention_sink_and_topk_length_match_the_reference(torch, gpu, s_q, h_q, topk, pages):
+    q, kv, indices, _ = flashmla_inputs(torch, s_q, h_q=h_q, pages=pages, topk=topk, device=gpu,
+                                        seed=9 + h_q)
+    sink = torch.randn(h_q, device=gpu)
     sink[0], sink[1] = math.inf, -math.inf
-    lengths = torch.tensor([512, 100, 0, 1, 300], dtype=torch.int32, device=gpu)
+    lengths = torch.randint(2, topk + 1, (s_q,), dtype=torch.int32).to(gpu)
+    lengths[0], lengths[1] = topk, 0
+    if s_q > 2:
+        lengths[2] = 1
     out, max_logits, lse = compat.flash_mla_sparse_fwd(q, kv, indices, CONTEST_SM_SCALE,
                                                        attn_sink=sink, topk_length=lengths)
     want_out, want_max, want_lse = flashmla_reference(torch, q, kv, indices, CONTEST_SM_SCALE,
                                                       sink, lengths)
+    assert tuple(out.shape) == (s_q, h_q, 512) and out.is_contiguous()
     assert_contest_close(torch, out, want_out, "out")
-    assert bool((out[:, 0] == 0).all()) and bool(torch.isposinf(lse[2]).all())
+    assert bool((out[:, 0] == 0).all()) and bool(torch.isposinf(lse[1]).all())
     finite = torch.isfinite(want_lse)
     assert torch.allclose(lse[finite].double(), want_lse[finite], rtol=1e-5, atol=1e-4)
     assert torch.allclose(max_logits[finite].double(), want_max[finite], rtol=1e-5, atol=1e-4)

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from dsa_ref import CONTEST_SM_SCALE, make_inputs, mark_index_edge_cases
+from dsa_ref import CONTEST_SM_SCALE, assert_contest_close, make_inputs, mark_index_edge_cases
 
 pytest.importorskip("torch", reason="PyTorch is not installed")
 
@@ -45,8 +45,8 @@ BAD_CALLS = {
                   "q: float16 is not served"),
     "q-rank": (lambda t, a: a.update(q=a["q"][0]), ValueError, "q: expected 4 dimensions"),
     "q-width": (lambda t, a: a.update(q=a["q"][..., :512]), ValueError, "q: expected head_dim 576"),
-    "heads-8": (lambda t, a: a.update(q=a["q"][:, :, :8]), NotImplementedError,
-                "q: 8 query heads are not supported"),
+    "heads-129": (lambda t, a: a.update(q=t.zeros(B, S, 129, 576, dtype=t.bfloat16)),
+                  NotImplementedError, "q: 129 query heads; mlakit's kernels run at most 128"),
     "cache-bf16": (lambda t, a: a.update(k_cache=t.zeros(PAGES, PS, 1, 576, dtype=t.bfloat16)),
                    TypeError, "k_cache: expected dtype uint8 or float8_e4m3fn"),
     "cache-not-a-tensor": (lambda t, a: a.update(k_cache=[0]), TypeError,
@@ -152,12 +152,18 @@ def test_matches_the_native_call_on_the_same_buffers(torch, gpu, heads, topk):
         assert bool(torch.isfinite(lse[1, :, 1]).all())
 
 
-def test_topk_length_sink_and_empty_rows_match_the_same_operations_by_hand(torch, gpu):
+# The sink is applied in the kernel (fp32, one rounding): against the sink applied by hand to the
+# call without it (two roundings: within the contest rule). 16 heads, and 64 / 128 heads with
+# enough tokens for the 64-head CTA (T x H >= 1024), whose epilogue is another.
+@pytest.mark.parametrize("heads,b", [(16, 3), (64, 9), (128, 4)])
+def test_topk_length_sink_and_empty_rows_match_the_same_operations_by_hand(torch, gpu, heads, b):
     import mlakit
 
-    q, k_cache, indices = fp8_inputs(torch, gpu, b=3, s_q=2, topk=512, seed=5,
-                                     valid=[512, 512, 300, 300, 0, 0])
-    lengths = torch.tensor([512, 40, 7], dtype=torch.int32, device=gpu)
+    valid = [512, 512, 300, 300, 0, 0] + [512] * (2 * b - 6)
+    q, k_cache, indices = fp8_inputs(torch, gpu, b=b, s_q=2, heads=heads, topk=512, seed=5,
+                                     valid=valid)
+    lengths = torch.tensor([512, 40, 7] + [512] * (b - 3), dtype=torch.int32, device=gpu)
+    H = heads
     sink = torch.randn(H, device=gpu)
     sink[0], sink[1] = math.inf, -math.inf
     out, lse = compat.flash_mla_with_kvcache(q, k_cache, None, None, 512, None,
@@ -167,14 +173,18 @@ def test_topk_length_sink_and_empty_rows_match_the_same_operations_by_hand(torch
     for i in range(3):
         masked[i, :, int(lengths[i]):] = -1
     q_nope, q_pe, _ = compat.sparse_decode_arguments(q, indices)
-    n_out, n_lse = mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, k_cache, masked.view(6, 512),
+    n_out, n_lse = mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, k_cache, masked.view(2 * b, 512),
                                                    CONTEST_SM_SCALE)
-    lse_nat = n_lse * math.log(2.0)                      # [6, H] fp32 as the drop-in; -inf if empty
+    lse_nat = n_lse * math.log(2.0)                  # [2b, H] fp32 as the drop-in; -inf if empty
     factor = torch.sigmoid(lse_nat - sink[None, :])
     factor = torch.where(torch.isneginf(lse_nat), torch.zeros_like(factor), factor)
-    want_out = (n_out.float() * factor[..., None]).to(torch.bfloat16).view(3, 2, H, 512)
+    want_out = (n_out.float() * factor[..., None]).view(b, 2, H, 512)
+    s_out, s_lse = mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, k_cache, masked.view(2 * b, 512),
+                                                   CONTEST_SM_SCALE, attn_sink=sink)
     torch.cuda.synchronize()
-    assert torch.equal(out, want_out)
+    assert torch.equal(out, s_out.view(b, 2, H, 512))   # the drop-in is the native call
+    assert_contest_close(torch, out, want_out, "out")
+    assert torch.equal(s_lse, n_lse)                    # the lse is the real logits'
     assert bool((out[:, :, 0] == 0).all())                                # a sink of +inf
     assert bool((out[2] == 0).all()) and bool(torch.isposinf(lse[2]).all())  # empty rows
-    assert torch.equal(lse, compat.lse_to_flashmla(n_lse).view(3, 2, H).transpose(1, 2))
+    assert torch.equal(lse, compat.lse_to_flashmla(n_lse).view(b, 2, H).transpose(1, 2))

@@ -536,7 +536,8 @@ def test_quantizer_other_devices_raise_value_error(torch, qargs):
 
 def test_torch_ops_are_registered(torch):
     schema = str(torch.ops.mlakit.dsa_sparse_attention_fp8.default._schema)
-    assert "Tensor kv_cache" in schema and "float sm_scale) -> (Tensor, Tensor)" in schema
+    assert "Tensor kv_cache" in schema
+    assert "float sm_scale, Tensor? attn_sink=None) -> (Tensor, Tensor)" in schema
     schema_out = str(torch.ops.mlakit.dsa_sparse_attention_fp8_out.default._schema)
     assert "Tensor(a" in schema_out and "-> ()" in schema_out
     assert "Tensor? kpe) -> Tensor" in str(torch.ops.mlakit.quantize_dsa_fp8.default._schema)
@@ -918,3 +919,70 @@ def test_plan_info_of_the_fp8_cache(torch, gpu):
     info = mlakit.plan_info(8, 64, device=gpu.index, kv="fp8")
     assert info["kernel_key"].startswith("dsa_decode.") and ".fp8" in info["kernel_key"]
     assert info["problem"].endswith(" kv=fp8")
+
+
+# ---- attn_sink: the argument, and the same result on every route ---------------------------------
+
+@pytest.mark.parametrize("make,error,pattern", [
+    (lambda t, d: t.zeros(16, dtype=t.bfloat16, device=d), TypeError,
+     r"^attn_sink: expected dtype float32, got bfloat16$"),
+    (lambda t, d: t.zeros(1, 16, device=d), ValueError, r"^attn_sink: expected 1 dimensions"),
+    (lambda t, d: t.zeros(17, device=d), ValueError, r"^attn_sink: expected shape \[16\]"),
+    (lambda t, d: t.zeros(32, device=d)[::2], ValueError, r"^attn_sink: .*contiguous"),
+    (lambda t, d: [0.0] * 16, TypeError, r"^attn_sink: expected a tensor"),
+])
+def test_bad_attn_sink_raises_naming_it(torch, args, make, error, pattern):
+    a = dict(args)
+    out, lse = a.pop("out"), a.pop("lse")
+    with pytest.raises(error, match=pattern):
+        mlakit.dsa_sparse_attention_fp8(*a.values(), out=out, lse=lse,
+                                        attn_sink=make(torch, args["q_nope"].device))
+
+
+def sink_reference(torch, out, lse, sink):
+    """The sink applied to a call without it: out * e^lse / (e^lse + e^sink) (lse base 2 -> e)."""
+    factor = torch.sigmoid(lse.double() * math.log(2.0) - sink.double()[None, :])
+    factor = torch.where(torch.isneginf(lse), torch.zeros_like(factor), factor)
+    return out.double() * factor[..., None]
+
+
+def test_attn_sink_through_torch_ops_compile_and_a_graph_replay(torch, gpu):
+    q_nope, q_pe, ckv, kpe, idx = make_inputs(torch, 4, device=gpu, seed=44, valid=[2048, 9, 0, 1])
+    kv = mlakit.quantize_dsa_fp8(ckv, kpe)
+    sink = torch.randn(16, device=gpu)
+    out, lse = mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, kv, idx, CONTEST_SM_SCALE,
+                                               attn_sink=sink)
+    plain_out, plain_lse = mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, kv, idx, CONTEST_SM_SCALE)
+    torch.cuda.synchronize()
+    assert torch.equal(lse, plain_lse)
+    assert_contest_close(torch, out, sink_reference(torch, plain_out, plain_lse, sink), "out")
+    op_out, op_lse = torch.ops.mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, kv, idx,
+                                                               CONTEST_SM_SCALE, sink)
+    dps_out, dps_lse = poisoned_outputs(torch, 4, gpu)
+    torch.ops.mlakit.dsa_sparse_attention_fp8_out(q_nope, q_pe, kv, idx, CONTEST_SM_SCALE,
+                                                  dps_out, dps_lse, sink)
+
+    def step(q_nope, q_pe, kv, idx, sink):
+        return mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, kv, idx, CONTEST_SM_SCALE,
+                                               attn_sink=sink)
+
+    torch._dynamo.reset()
+    got = torch.compile(step, fullgraph=True)(q_nope, q_pe, kv, idx, sink)
+    torch.cuda.synchronize()
+    for o, l in ((op_out, op_lse), (dps_out, dps_lse), got):
+        assert torch.equal(o, out) and torch.equal(l, lse)
+    # A graph replays with new sinks (and outputs poisoned before each replay).
+    g_out, g_lse = poisoned_outputs(torch, 4, gpu)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        mlakit.dsa_sparse_attention_fp8(q_nope, q_pe, kv, idx, CONTEST_SM_SCALE, out=g_out,
+                                        lse=g_lse, attn_sink=sink)
+    for value in (math.inf, -math.inf, 0.5):
+        sink.fill_(value)
+        g_out.fill_(math.nan)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_contest_close(torch, g_out, sink_reference(torch, plain_out, plain_lse, sink),
+                             f"out, sink {value}")
+        assert torch.equal(g_lse, plain_lse)
+

@@ -759,3 +759,39 @@ def test_flashmla_default_scale_is_one_over_sqrt_576(torch, gpu):
     native_out, _ = run_combined(torch, inputs, gpu, causal=False, sm_scale=D_QK ** -0.5)
     torch.cuda.synchronize()
     assert torch.equal(out, native_out)
+
+
+# Head counts the kernels do not run natively (Kimi-K2 at TP 8: 8 heads; FlashMLA's tests: 1, 9,
+# 63, 126) run at the next served count with zero heads added: the outputs are the padded call's
+# first h_q heads, and the reference's.
+@pytest.mark.parametrize("heads,seq_q,causal", [(8, 1, False), (1, 2, True), (9, 1, False),
+                                                (63, 2, True), (126, 1, False)])
+def test_flashmla_adapter_pads_unserved_head_counts(torch, gpu, heads, seq_q, causal):
+    from mlakit import compat
+
+    inputs = make_mla_inputs(torch, [1, 0, 300, 2000], seq_q=seq_q, heads=heads, device=gpu,
+                             seed=60 + heads)
+    q, cache = inputs["q"], inputs["cache"]
+    k_cache = cache.view(cache.shape[0], cache.shape[1], 1, D_QK)
+    out, lse = compat.flash_mla_with_kvcache(q, k_cache, inputs["block_table"],
+                                             inputs["cache_seqlens"], 512, None,
+                                             softmax_scale=CONTEST_SM_SCALE, causal=causal)
+    served = next(h for h in compat.SUPPORTED_HEADS if h >= heads)
+    padded = q.new_zeros(q.shape[0], seq_q, served, D_QK)
+    padded[:, :, :heads] = q
+    p_out, p_lse = mlakit.mla_decode(padded, None, cache, None, inputs["block_table"],
+                                     inputs["cache_seqlens"], CONTEST_SM_SCALE, causal=causal)
+    torch.cuda.synchronize()
+    assert out.shape == (4, seq_q, heads, CKV) and out.is_contiguous()
+    assert lse.shape == (4, heads, seq_q) and lse.is_contiguous()
+    assert torch.equal(out, p_out[:, :, :heads])
+    want_lse = torch.where(p_lse == -math.inf, math.inf, p_lse * math.log(2.0))[:, :, :heads]
+    assert torch.equal(lse, want_lse.transpose(1, 2))
+    check(torch, inputs, out, p_lse[:, :, :heads], causal)
+
+
+def test_native_call_refuses_unserved_head_counts_with_not_implemented(torch, gpu):
+    inputs = make_mla_inputs(torch, [10, 20], heads=8, device=gpu, seed=70)
+    with pytest.raises(NotImplementedError, match="8 heads"):
+        mlakit.mla_decode(inputs["q"], None, inputs["cache"], None, inputs["block_table"],
+                          inputs["cache_seqlens"], CONTEST_SM_SCALE)

@@ -58,7 +58,7 @@ TEST(MlaProblem, RejectsEachFieldWithItsName) {
     const char* name;
   } cases[] = {{&MlaProblem::batch, 0, "batch"},           {&MlaProblem::batch, 65537, "batch"},
                {&MlaProblem::seq_q, 0, "seq_q"},           {&MlaProblem::seq_q, 5, "seq_q"},
-               {&MlaProblem::num_heads, 8, "num_heads"},   {&MlaProblem::num_heads, 20, "num_heads"},
+               {&MlaProblem::num_heads, 0, "num_heads"},   {&MlaProblem::num_heads, 129, "num_heads"},
                {&MlaProblem::head_dim_ckv, 576, "head_dim_ckv"}, {&MlaProblem::head_dim_kpe, 32, "head_dim_kpe"},
                {&MlaProblem::page_size, 0, "page_size"},   {&MlaProblem::page_size, 1025, "page_size"},
                {&MlaProblem::num_pages, 0, "num_pages"},   {&MlaProblem::max_pages, -1, "max_pages"},
@@ -299,9 +299,27 @@ TEST(MlaApi, ErrorsBeforeAnyCudaCall) {
   s = mla_check_inputs(serving_problem(), table, 10, t.cache_seqlens, nullptr);
   EXPECT_EQ(s.message(), "block_table_stride_b: expected >= max_pages (64), got 10");
   MlaProblem p = serving_problem();
-  p.num_heads = 12;
+  p.num_heads = 129;
   EXPECT_NE(mla_check_inputs(p, table, 0, t.cache_seqlens, nullptr).message().find("MlaProblem.num_heads"),
             std::string::npos);
+}
+
+// 8 heads (Kimi-K2 at TP 8, DeepSeek at TP 16) is a valid call the kernels do not run: planning
+// answers unsupported (NotImplementedError in Python, where mlakit.compat pads to 16), not invalid.
+TEST(MlaApi, UnservedHeadCountsAreUnsupportedNotInvalid) {
+  DeviceFacts h200;
+  ASSERT_TRUE(find_known_device("h200", &h200).is_ok());
+  MlaPlanOptions o;
+  o.device_facts = &h200;
+  for (int h : {1, 8, 9, 63, 126}) {
+    MlaProblem p = serving_problem();
+    p.num_heads = h;
+    EXPECT_TRUE(p.validate().is_ok()) << p.to_string();
+    MlaPlan plan;
+    const Status s = mla_plan(p, o, &plan);
+    EXPECT_EQ(s.code(), Code::kUnsupported) << s.to_string();
+    EXPECT_NE(s.message().find(std::to_string(h) + " heads"), std::string::npos) << s.message();
+  }
 }
 
 // Until a kernel registers, planning says so; once one does, this test is the reminder that it

@@ -41,8 +41,11 @@ struct ChunkMerge {
     }
   }
 
-  // O / l as eight bf16 (one 16-byte store); 0 for a chunk that saw nothing.
-  __device__ __forceinline__ uint4 output() const { return pack_bf16x8(acc, l > 0.f ? fast_rcp(l) : 0.f); }
+  // O / (l + extra) as eight bf16 (one 16-byte store); 0 for a chunk that saw nothing. `extra`: an
+  // attention sink's share of the denominator (sink_share at m).
+  __device__ __forceinline__ uint4 output(float extra = 0.f) const {
+    return pack_bf16x8(acc, l > 0.f ? fast_rcp(l + extra) : 0.f);
+  }
   // The row's lse (base 2); -inf for a row that saw nothing.
   __device__ __forceinline__ float lse() const { return l > 0.f ? m + fast_log2(l) : -INFINITY; }
 };

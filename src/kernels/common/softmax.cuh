@@ -41,4 +41,14 @@ __device__ __forceinline__ float fast_log2(float x) {
 // exp2(-inf - origin) = 0 and no inf - inf = NaN appears.
 __device__ __forceinline__ float softmax_origin(float m) { return m == -INFINITY ? 0.f : m; }
 
+// An attention sink's share of a row's denominator, 2^(sink log2(e) - origin): the sum l of the
+// row's 2^(x - origin) plus this normalises the output. Added before the one reciprocal of the
+// epilogue, so the output is rounded to bf16 once. A sink of +inf makes the output 0, -inf leaves
+// it. `head_of()` gives the row's head; it runs only with a sink (`sink` null: 0, the plain
+// softmax), so that a call without one does no index arithmetic in its epilogue or merge.
+template <class Head>
+__device__ __forceinline__ float sink_share(const float* sink, Head&& head_of, float m) {
+  return sink == nullptr ? 0.f : exp2f(fmaf(sink[head_of()], 1.4426950408889634f, -softmax_origin(m)));
+}
+
 }  // namespace mlakit::kernels

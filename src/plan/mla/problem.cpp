@@ -31,8 +31,9 @@ int round_up_pow2(int n) {
 Status MlaProblem::validate() const {
   if (batch < 1 || batch > 65536) return bad("batch", "a value in [1, 65536]", batch);
   if (seq_q < 1 || seq_q > 4) return bad("seq_q", "a value in [1, 4] (decode, or up to 3 speculative tokens)", seq_q);
-  if (num_heads != 16 && num_heads != 32 && num_heads != 64 && num_heads != 128)
-    return bad("num_heads", "one of 16, 32, 64, 128 (128 query heads over TP 8..1)", num_heads);
+  // Any count up to DeepSeek's 128 is a valid call (8: Kimi-K2 at TP 8, DeepSeek at TP 16); which
+  // counts a kernel runs is its validate()'s answer (unsupported, not invalid).
+  if (num_heads < 1 || num_heads > 128) return bad("num_heads", "a value in [1, 128]", num_heads);
   if (head_dim_ckv != 512) return bad("head_dim_ckv", "512 (the DeepSeek-V2/V3 latent width)", head_dim_ckv);
   if (head_dim_kpe != 64) return bad("head_dim_kpe", "64 (the DeepSeek-V2/V3 rope width)", head_dim_kpe);
   if (page_size < 1 || page_size > 1024) return bad("page_size", "a value in [1, 1024]", page_size);

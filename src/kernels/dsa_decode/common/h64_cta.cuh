@@ -109,7 +109,9 @@ __device__ inline void store(const Params& p, SmemPlan& s, int block, int split,
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = 16 * w + g + 8 * r;
-    const float k = whole ? fast_rcp(l_total[r]) : 1.f;
+    // Head (block % head_groups) x 64 + row: the CTA's 64 heads are consecutive.
+    const auto head = [&] { return block % p.head_groups * kCtaHeads + row; };
+    const float k = whole ? fast_rcp(l_total[r] + sink_share(p.io.attn_sink, head, st.m[r])) : 1.f;
     uint8_t* dst = staged + row * kStagedPitch + (wg * kDimsPerWg + 2 * q) * 2;
 #pragma unroll
     for (int j = 0; j < 32; ++j)  // n8 tile j: dims 8 j + 2 q, + 1 of the warpgroup's 256

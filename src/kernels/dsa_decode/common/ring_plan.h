@@ -104,6 +104,7 @@ RingParams ring_params(const DsaProblem& p, const RingTiling& t, const DsaTensor
   RingParams a{};
   a.io = x;
   a.num_tokens = p.num_tokens;
+  a.num_heads = p.num_heads;
   a.topk = p.topk;
   a.num_slots = p.num_slots();
   a.max_splits = t.num_splits;

@@ -104,7 +104,9 @@ constexpr int kMergeBatch = 8;
 // O / l of a merged chunk as bf16 into dims [d0, d0 + 8) of head h of block hb; the lse with the
 // chunk of dim 0.
 __device__ __forceinline__ void store_chunk(const Params& p, const ChunkMerge& m, int hb, int h, int d0) {
-  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) = m.output();
+  const auto head = [&] { return hb * kHeads % p.num_heads + h; };
+  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(hb) * kHeads + h) * kDimV + d0) =
+      m.output(sink_share(p.io.attn_sink, head, m.m));
   if (d0 == 0) p.io.lse[hb * kHeads + h] = m.lse();
 }
 

@@ -34,6 +34,7 @@ constexpr bool merges_few_splits(int max_splits) { return max_splits >= 2 && max
 struct Params {
   DsaTensors io;
   int num_tokens;
+  int num_heads;         // H: output row r (of T x H) is head r % H, whose attn_sink it takes
   int topk;
   int64_t num_slots;
   int max_splits;        // CTAs per token and head group, of which split_row() uses what the row needs

@@ -31,6 +31,7 @@ constexpr int kLdgMaxTopk = kLdgThreads * kLdgIdxPerThread;  // 4096
 struct Params {
   DsaTensors io;  // reads sparse_indices, ckv_cache, kpe_cache; writes nothing
   int num_tokens;
+  int num_heads;
   int topk;
   int64_t num_slots;
   int max_splits;

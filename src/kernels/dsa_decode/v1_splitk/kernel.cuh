@@ -247,7 +247,9 @@ __device__ void store_result(const Params& p, int t, int split, const RowState& 
   const int col = warp * kPvDims + 2 * (lane % 4);
   if (p.num_splits == 1) {
     auto* out = static_cast<uint32_t*>(p.io.output);
-    const float inv[2] = {1.f / l_total[0], 1.f / l_total[1]};
+    // kHeads = H: row g is head g.
+    const float inv[2] = {1.f / (l_total[0] + sink_share(p.io.attn_sink, [&] { return g; }, st.m[0])),
+                          1.f / (l_total[1] + sink_share(p.io.attn_sink, [&] { return g + 8; }, st.m[1]))};
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int64_t base = (int64_t(t) * kHeads + g + 8 * r) * kDimV + col;
@@ -363,7 +365,7 @@ __global__ void __launch_bounds__(kMergeMaxThreads) dsa_merge_kernel(const __gri
     acc[4] += w * b.x, acc[5] += w * b.y, acc[6] += w * b.z, acc[7] += w * b.w;
   }
   *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.io.output) + (int64_t(t) * kHeads + h) * kDimV + d0) =
-      pack_bf16x8(acc, l_sum > 0.f ? 1.f / l_sum : 0.f);
+      pack_bf16x8(acc, l_sum > 0.f ? 1.f / (l_sum + sink_share(p.io.attn_sink, [&] { return h; }, m_max)) : 0.f);
   if (threadIdx.x % kMergeThreadsPerHead == 0)
     p.io.lse[t * kHeads + h] = l_sum > 0.f ? m_max + log2f(l_sum) : -INFINITY;
 }

@@ -188,7 +188,8 @@ __device__ __forceinline__ void store(const Params& p, Smem& s, int hb, int spli
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t base = (row0 + g + 8 * r) * kDimV + w * kDimsPerWarp + 8 * t;
-    const float k = kPartial ? 1.f : fast_rcp(l_total[r]);  // a partial stays unnormalised
+    const auto head = [&] { return hb * kHeads % p.num_heads + g + 8 * r; };
+    const float k = kPartial ? 1.f : fast_rcp(l_total[r] + sink_share(p.io.attn_sink, head, st.m[r]));  // a partial stays unnormalised
 #pragma unroll
     for (int a = 0; a < 2; ++a)
 #pragma unroll

@@ -109,13 +109,16 @@ __device__ __forceinline__ void store_rows_bf16(Part& part, uint16_t* dst, const
   }
 }
 
-// One split: O / l as bf16 and lse = m + log2(l) (consumer threads, after reduce_row_sums).
+// One split: O / (l + the sink's share) as bf16 and lse = m + log2(l) (consumer threads, after
+// reduce_row_sums).
 template <class Part>
 __device__ void store_output(const Params& p, Part& part, int hb, const RowState& st, const float (&l_total)[2],
                              const float (&o)[kOTiles][4]) {
-  const float inv[2] = {fast_rcp(l_total[0]), fast_rcp(l_total[1])};
-  store_rows_bf16(part, static_cast<uint16_t*>(p.io.output) + int64_t(hb) * kHeads * kDimV, inv, o);
   const int lane = threadIdx.x % 32, g = lane / 4;
+  const auto head = [&](int r) { return [&, r] { return hb * kHeads % p.num_heads + g + 8 * r; }; };
+  const float inv[2] = {fast_rcp(l_total[0] + sink_share(p.io.attn_sink, head(0), st.m[0])),
+                        fast_rcp(l_total[1] + sink_share(p.io.attn_sink, head(1), st.m[1]))};
+  store_rows_bf16(part, static_cast<uint16_t*>(p.io.output) + int64_t(hb) * kHeads * kDimV, inv, o);
   if (wg_warp() == 0 && lane % 4 == 0) {
     p.io.lse[hb * kHeads + g] = st.m[0] + fast_log2(l_total[0]);
     p.io.lse[hb * kHeads + g + 8] = st.m[1] + fast_log2(l_total[1]);

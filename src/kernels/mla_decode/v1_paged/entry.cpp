@@ -108,7 +108,9 @@ Status check_problem(const MlaProblem& p) {
     return Status::unsupported("v1_paged: head dims must be ckv 512 + kpe 64; got " + std::to_string(p.head_dim_ckv) +
                                " + " + std::to_string(p.head_dim_kpe));
   if (p.num_heads % kHeadBlock != 0 || p.num_heads < kHeadBlock || p.num_heads > kMaxHeads)
-    return Status::unsupported("v1_paged: num_heads must be 16, 32, 64 or 128; got " + std::to_string(p.num_heads));
+    return Status::unsupported("v1_paged runs 16, 32, 64 or 128 query heads; got num_heads=" +
+                               std::to_string(p.num_heads) +
+                               " (pad q with zero heads to the next: mlakit.compat.flash_mla_with_kvcache does)");
   if (p.seq_q < 1 || p.seq_q > kMaxSeqQ)
     return Status::unsupported("v1_paged: seq_q must be in [1, " + std::to_string(kMaxSeqQ) + "]; got " +
                                std::to_string(p.seq_q));
