@@ -64,6 +64,11 @@ struct DsaTensors {
   // zero: out = sum_j e^(s_j) v_j / (sum_j e^(s_j) + e^(sink[h])), normalised once in fp32. The lse
   // stays that of the real logits.
   const float* attn_sink = nullptr;
+  // Null: the arrival counters of split rows are the workspace's first 4 KB. Else a separate 4 KB
+  // region, zero before the first call, that every call leaves zero: for a call captured into a
+  // CUDA graph whose workspace comes from the graph's memory pool (which lends it to other nodes
+  // between replays), counters that outlive the graph spare the graph a memset node.
+  uint32_t* counters = nullptr;
   float sm_scale = 0.f;
 
   int64_t q_nope_stride_t = 0, q_nope_stride_h = 0;

@@ -60,6 +60,7 @@ struct MlaTensors {
   const int32_t* cache_seqlens = nullptr; // int32 [b], contiguous
   void* output = nullptr;                 // bf16 [b, s_q, h, ckv], contiguous
   float* lse = nullptr;                   // fp32 [b, s_q, h], contiguous, base 2
+  uint32_t* counters = nullptr;           // null: the workspace's first 4 KB (DsaTensors::counters)
   float sm_scale = 0.f;
 
   int64_t q_nope_stride_b = 0, q_nope_stride_s = 0, q_nope_stride_h = 0;

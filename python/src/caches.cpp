@@ -1,10 +1,15 @@
 #include "caches.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "call_args.h"
+#include "kernels/common/workspace.h"
 #include "plan_cache.h"
 #include "py_errors.h"
 
@@ -170,18 +175,24 @@ nb::object new_tensor(const dl::ExchangeApi* api, std::initializer_list<int64_t>
 }
 
 std::shared_ptr<DeviceBuffer> workspace_for(WorkspaceOp op, const dl::ExchangeApi* api, int device,
-                                            cudaStream_t stream, size_t bytes, bool capturing) {
+                                            cudaStream_t stream, size_t bytes, bool capturing,
+                                            bool separate_counters) {
   if (bytes == 0) return nullptr;
-  // Workspaces start zeroed (stream-ordered, so also inside a capture, where the graph then zeroes
-  // its own workspace on every replay): the contract of dsa_run and mla_run.
-  const auto zeroed = [stream](std::shared_ptr<DeviceBuffer> b) {
-    if (cudaError_t e = cudaMemsetAsync(b->data(), 0, b->bytes(), stream); e != cudaSuccess) {
+  // Workspaces start zeroed (stream-ordered): the contract of dsa_run and mla_run. Inside a
+  // capture only the counter region matters, the one part a kernel reads before writing it
+  // (kernels/common/workspace.h): with counters elsewhere nothing is zeroed, else the graph zeroes
+  // those 4 KB on every replay (the pool may lend the memory to other nodes in between).
+  const auto zeroed = [stream](std::shared_ptr<DeviceBuffer> b, size_t zero_bytes) {
+    if (cudaError_t e = cudaMemsetAsync(b->data(), 0, std::min(zero_bytes, b->bytes()), stream); e != cudaSuccess) {
       cudaGetLastError();
       raise(PyExc_RuntimeError, std::string("workspace: cudaMemsetAsync: ") + cudaGetErrorString(e));
     }
     return b;
   };
-  if (capturing) return zeroed(std::make_shared<DeviceBuffer>(DeviceBuffer::allocate(api, bytes, device)));
+  if (capturing) {
+    auto buffer = std::make_shared<DeviceBuffer>(DeviceBuffer::allocate(api, bytes, device));
+    return separate_counters ? buffer : zeroed(buffer, workspace::kCounterBytes);
+  }
   const uint64_t now = ++g_use_clock;
   if (WorkspaceSlot* slot = find_slot(op, device, stream)) {
     slot->last_use = now;
@@ -190,7 +201,7 @@ std::shared_ptr<DeviceBuffer> workspace_for(WorkspaceOp op, const dl::ExchangeAp
     // Freeing is stream-ordered on this stream: calls already enqueued keep their memory.
     slot->buffer = std::make_shared<DeviceBuffer>();
   }
-  auto fresh = zeroed(std::make_shared<DeviceBuffer>(DeviceBuffer::allocate(api, round_up(bytes), device)));
+  auto fresh = zeroed(std::make_shared<DeviceBuffer>(DeviceBuffer::allocate(api, round_up(bytes), device)), SIZE_MAX);
   // The allocation may have run Python (and other threads): look the slot up again.
   if (WorkspaceSlot* slot = find_slot(op, device, stream)) {
     if (slot->buffer->bytes() < fresh->bytes()) slot->buffer = fresh;
@@ -206,6 +217,102 @@ std::shared_ptr<DeviceBuffer> workspace_for(WorkspaceOp op, const dl::ExchangeAp
   }
   slots.push_back(WorkspaceSlot{op, device, stream, fresh, now});
   return fresh;
+}
+
+namespace {
+
+// graph_counters' regions: 4 KB of a 256 KB slab each. The free lists are touched by user-object
+// destructors too, which CUDA runs on its own threads (no GIL, no CUDA calls there): a mutex.
+constexpr size_t kSlabBytes = 256 * 1024;
+struct CounterRegion {
+  int device;
+  uint32_t* data;
+};
+std::mutex& counter_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<int, std::vector<uint32_t*>>& free_counters() {
+  static auto* lists = new std::map<int, std::vector<uint32_t*>>;  // never destroyed: destructors may run late
+  return *lists;
+}
+void give_back_counters(void* region) {
+  auto* r = static_cast<CounterRegion*>(region);
+  {
+    std::lock_guard<std::mutex> lock(counter_mutex());
+    free_counters()[r->device].push_back(r->data);
+  }
+  delete r;
+}
+
+// A zeroed slab on the current device, made in the middle of a capture: relaxed capture mode for
+// this thread (cudaMalloc and a synchronization are not work of the graph), zeroed on a stream of
+// its own. Null on any failure.
+char* new_counter_slab() {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  void* slab = nullptr;
+  cudaStream_t side = nullptr;
+  bool ok = cudaMalloc(&slab, kSlabBytes) == cudaSuccess;
+  ok = ok && cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) == cudaSuccess;
+  ok = ok && cudaMemsetAsync(slab, 0, kSlabBytes, side) == cudaSuccess;
+  ok = ok && cudaStreamSynchronize(side) == cudaSuccess;
+  if (side != nullptr) cudaStreamDestroy(side);
+  if (!ok && slab != nullptr) cudaFree(slab);
+  cudaGetLastError();
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  return ok ? static_cast<char*>(slab) : nullptr;
+}
+
+uint32_t* take_counters(int device) {
+  {
+    std::lock_guard<std::mutex> lock(counter_mutex());
+    auto& list = free_counters()[device];
+    if (!list.empty()) {
+      uint32_t* region = list.back();
+      list.pop_back();
+      return region;
+    }
+  }
+  char* slab = new_counter_slab();
+  if (slab == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(counter_mutex());
+  auto& list = free_counters()[device];
+  for (size_t at = workspace::kCounterBytes; at < kSlabBytes; at += workspace::kCounterBytes)
+    list.push_back(reinterpret_cast<uint32_t*>(slab + at));
+  return reinterpret_cast<uint32_t*>(slab);
+}
+
+}  // namespace
+
+uint32_t* graph_counters(int device, cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph) != cudaSuccess ||
+      status != cudaStreamCaptureStatusActive || graph == nullptr) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  uint32_t* data = take_counters(device);
+  if (data == nullptr) return nullptr;
+  auto* region = new CounterRegion{device, data};
+  cudaUserObject_t object = nullptr;
+  if (cudaUserObjectCreate(&object, region, give_back_counters, 1, cudaUserObjectNoDestructorSync) != cudaSuccess) {
+    cudaGetLastError();
+    give_back_counters(region);
+    return nullptr;
+  }
+  // The graph takes the one reference: the region returns when the graph and every executable
+  // graph made from it are destroyed, after their launches have finished.
+  if (cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove) != cudaSuccess) {
+    cudaGetLastError();
+    cudaUserObjectRelease(object, 1);  // runs give_back_counters
+    return nullptr;
+  }
+  return data;
 }
 
 void set_python_allocator(nb::handle allocator) {

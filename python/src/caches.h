@@ -6,7 +6,10 @@
 // Workspaces and CUDA graphs: a call enqueued while its stream is being captured gets a fresh
 // workspace that is released right after the launch is recorded. With PyTorch that memory comes
 // from the graph's private pool, so the graph owns it: replays never share a workspace with eager
-// calls or with other graphs, and no cached workspace can be freed under a recorded graph.
+// calls or with other graphs, and no cached workspace can be freed under a recorded graph. The
+// pool lends that memory to other nodes of the graph (and of graphs sharing the pool) between
+// replays, so the part a kernel reads before writing, its 4 KB of arrival counters, lives apart:
+// a region of graph_counters(), zero when handed out and held by the graph until it is destroyed.
 //
 // All state is touched with the GIL held (the binding never releases it). A registered Python
 // allocator may let other threads run in the middle of a call, so callers hold what they use
@@ -62,9 +65,18 @@ nb::object new_tensor(const dl::ExchangeApi* api, std::initializer_list<int64_t>
 // The workspace of `op` for one call of `bytes` on (device, stream); the caller holds it until
 // the launch is enqueued. Outside a capture, the cached buffer of that triple (grown when too
 // small; past a few triples the least recently used is dropped); while `capturing`, a fresh
-// buffer that nothing else holds. Null when `bytes` is 0.
+// buffer that nothing else holds, whose counter region the graph zeroes on every replay unless
+// the call's counters live elsewhere (`separate_counters`: graph_counters()). Null when `bytes` is 0.
 std::shared_ptr<DeviceBuffer> workspace_for(WorkspaceOp op, const dl::ExchangeApi* api, int device,
-                                            cudaStream_t stream, size_t bytes, bool capturing);
+                                            cudaStream_t stream, size_t bytes, bool capturing,
+                                            bool separate_counters = false);
+
+// For a call being captured on `stream` (cuda:`device` current): a 4 KB region of zeros that the
+// graph being captured holds (a CUDA user object) until it is destroyed, then taken back for
+// another capture (every call leaves its counters zero). Null when it cannot be had (the call
+// then zeroes its workspace's counters inside the graph). Regions come from 256 KB device slabs
+// that live as long as the process.
+uint32_t* graph_counters(int device, cudaStream_t stream);
 
 // Python callable (shape: tuple, dtype: str, device: int) -> tensor, used when the inputs'
 // type publishes no DLPack allocator. None clears it.

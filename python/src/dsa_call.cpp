@@ -179,8 +179,9 @@ struct DsaCall {
     return nb::make_tuple(o, l);
   }
 
-  Status run(const DsaPlan& plan, void* workspace, size_t bytes, cudaStream_t stream) const {
+  Status run(const DsaPlan& plan, void* workspace, size_t bytes, uint32_t* counters, cudaStream_t stream) const {
     DsaTensors x;
+    x.counters = counters;
     x.q_nope = q_nope.data();
     x.q_pe = q_pe.data();
     if (fp8) {

@@ -224,9 +224,10 @@ struct MlaCall {
     return nb::make_tuple(o, l);
   }
 
-  Status run(const MlaPlan& plan, void* workspace, size_t bytes, cudaStream_t stream) const {
+  Status run(const MlaPlan& plan, void* workspace, size_t bytes, uint32_t* counters, cudaStream_t stream) const {
     const TensorArg &q_nope = q.latent, &q_pe = q.rope, &ckv = cache.latent, &kpe = cache.rope;
     MlaTensors x;
+    x.counters = counters;
     x.q_nope = q_nope.data();
     x.q_pe = q_pe.data();
     x.ckv_cache = ckv.data();

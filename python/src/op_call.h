@@ -14,7 +14,8 @@
 //     static auto plan(const Problem&, int device);     // cached_plan (plan_cache.h), or any
 //                                                       // pointer-like ->workspace_bytes()
 //     auto outputs(const NewTensors&);            // what the call returns (output_of per output)
-//     Status run(const Plan&, void* workspace, size_t bytes, cudaStream_t) const;
+//     // counters: null, or the split rows' counters apart from the workspace (a captured call's)
+//     Status run(const Plan&, void* workspace, size_t bytes, uint32_t* counters, cudaStream_t) const;
 //   };
 //
 // A new op adds its call type, an entry point that reads the arguments and calls run_op, its
@@ -66,12 +67,15 @@ auto run_op(Call& call, nb::handle stream_obj) {
   fresh.launching = true;
   auto result = call.outputs(fresh);
   const size_t workspace_bytes = plan->workspace_bytes();
+  // Captured: counters that outlive the graph's pool memory, so that no replay zeroes them.
+  const bool capturing = workspace_bytes > 0 && is_capturing(stream);
+  uint32_t* counters = capturing ? graph_counters(call.device, stream) : nullptr;
   const std::shared_ptr<DeviceBuffer> workspace =
       workspace_bytes == 0 ? nullptr
                            : workspace_for(Call::kWorkspace, fresh.api, call.device, stream,
-                                           workspace_bytes, is_capturing(stream));
+                                           workspace_bytes, capturing, counters != nullptr);
   if (Status s = call.run(*plan, workspace ? workspace->data() : nullptr,
-                          workspace ? workspace->bytes() : 0, stream);
+                          workspace ? workspace->bytes() : 0, counters, stream);
       !s)
     raise_status(s);
   return result;

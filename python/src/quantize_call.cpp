@@ -113,7 +113,7 @@ struct QuantizeCall {
     return output_of(out, fresh, {cache.latent.size(0), cache.latent.size(1), dsa_fp8::kRowBytes}, kUInt8, "out");
   }
 
-  Status run(const QuantizePlan& plan, void*, size_t, cudaStream_t stream) const {
+  Status run(const QuantizePlan& plan, void*, size_t, uint32_t*, cudaStream_t stream) const {
     DsaFp8QuantizeArgs q = plan.args;
     q.ckv = cache.latent.data();
     q.kpe = cache.rope.data();

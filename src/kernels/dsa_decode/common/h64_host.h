@@ -41,7 +41,7 @@ template <class LaunchParams>
 void point_into(LaunchParams& a, const Layout& w, void* base) {
   auto* bytes = static_cast<char*>(base);
   if (w.base.bytes > 0) {
-    a.counters = reinterpret_cast<uint32_t*>(bytes + w.base.counters);
+    a.counters = a.io.counters != nullptr ? a.io.counters : reinterpret_cast<uint32_t*>(bytes + w.base.counters);
     a.part_ml = reinterpret_cast<float2*>(bytes + w.base.part_ml);
     a.part_o = reinterpret_cast<float*>(bytes + w.base.part_o);
   }

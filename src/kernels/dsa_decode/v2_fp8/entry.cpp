@@ -236,7 +236,7 @@ class V2Fp8 final : public VariantKernel<DsaProblem, Tiling> {
     auto* base = static_cast<char*>(workspace);
     const dsa_split::WorkspaceLayout w = dsa_split::workspace_layout(dsa_ring::head_blocks(p), t.num_splits);
     if (work_ == Work::kDecode && t.cluster == 0 && w.bytes > 0) {  // a cluster merges in shared memory
-      a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
+      a.counters = x.counters != nullptr ? x.counters : reinterpret_cast<uint32_t*>(base + w.counters);
       a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
       a.part_o = reinterpret_cast<float*>(base + w.part_o);
     }

@@ -270,7 +270,7 @@ class V2Fused final : public VariantKernel<DsaProblem, Tiling> {
     auto* base = static_cast<char*>(workspace);
     const WorkspaceLayout w = workspace_layout(dsa_ring::head_blocks(p), t.num_splits, t.pool == 1);
     if (w.bytes > 0) {
-      a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
+      a.counters = x.counters != nullptr ? x.counters : reinterpret_cast<uint32_t*>(base + w.counters);
       a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
       a.part_o = reinterpret_cast<float*>(base + w.part_o);
     }

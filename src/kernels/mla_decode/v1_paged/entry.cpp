@@ -264,7 +264,7 @@ class V1Paged final : public VariantKernel<MlaProblem, Tiling> {
     a.scale_log2 = float(double(x.sm_scale) * 1.4426950408889634);
     const WorkspaceLayout w = workspace_layout(t.ctas, t.rows);
     auto* base = static_cast<char*>(workspace);
-    a.counters = reinterpret_cast<uint32_t*>(base + w.counters);
+    a.counters = x.counters != nullptr ? x.counters : reinterpret_cast<uint32_t*>(base + w.counters);
     a.whole = t.whole;
     a.seesaw = t.order;
     a.part_ml = reinterpret_cast<float2*>(base + w.part_ml);
