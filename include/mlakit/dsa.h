@@ -109,7 +109,8 @@ Status dsa_plan(const DsaProblem& problem, const DsaPlanOptions& options, DsaPla
 // plan.workspace_bytes() (may be null when that is 0) and be zero-filled when first allocated
 // (cudaMemset): single-launch kernels count the arriving CTAs of a row in its first 4 KB, which
 // every DSA kernel leaves zero after every call, so a workspace is zeroed once and reused for any
-// plan and any shape. A call that fails mid-kernel (a device fault) leaves it undefined: zero it
+// plan and any shape (with tensors.counters set, those counters are that region, and the workspace
+// needs no zeroing). A call that fails mid-kernel (a device fault) leaves it undefined: zero it
 // again.
 Status dsa_run(const DsaPlan& plan, const DsaTensors& tensors, void* workspace,
                size_t workspace_bytes, cudaStream_t stream);

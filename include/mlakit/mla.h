@@ -91,8 +91,9 @@ Status mla_plan(const MlaProblem& problem, const MlaPlanOptions& options, MlaPla
 // `stream`. Asynchronous, never synchronizes, never allocates: the whole call is CUDA-graph
 // capturable. `workspace` must hold plan.workspace_bytes() and be zero-filled when first
 // allocated: the kernel counts the CTAs of a split request in its first 4 KB and leaves them zero
-// after every call, so one workspace serves any plan of the same or fewer CTAs. A call that fails
-// mid-kernel leaves it undefined: zero it again.
+// after every call, so one workspace serves any plan of the same or fewer CTAs (with
+// tensors.counters set, the counters are that region instead). A call that fails mid-kernel
+// leaves it undefined: zero it again.
 Status mla_run(const MlaPlan& plan, const MlaTensors& tensors, void* workspace, size_t workspace_bytes,
                cudaStream_t stream);
 

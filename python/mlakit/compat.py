@@ -166,7 +166,7 @@ def _check_heads_sink_and_lengths(h_q, attn_sink, topk_length, rows, heads_name,
 def check_arguments(q, kv, indices, d_v, attn_sink=None, topk_length=None) -> None:
     """Raises what FlashMLA's checks raise about, with mlakit's error types: TypeError for types
     and dtypes, ValueError for shapes, NotImplementedError for valid calls no mlakit kernel
-    serves (head counts, d_qk = 512). Reads metadata only."""
+    serves (more than 128 heads, d_qk = 512). Reads metadata only."""
     _expect_tensor(q, "q", torch.bfloat16, 3, "[s_q, h_q, d_qk]")
     _expect_tensor(kv, "kv", torch.bfloat16, 3, "[s_kv, h_kv, d_qk]")
     _expect_tensor(indices, "indices", torch.int32, 3, "[s_q, h_kv, topk]")
@@ -256,12 +256,13 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v: int = 512, attn_sink=Non
     """FlashMLA's sparse attention forward on mlakit's DSA kernel.
 
     Args:
-        q: bf16 [s_q, h_q, 576]; h_q in ``SUPPORTED_HEADS``.
+        q: bf16 [s_q, h_q, 576]; h_q up to 128 (``SUPPORTED_HEADS`` natively, others padded).
         kv: bf16 [s_kv, 1, 576], the combined latent + rope buffer.
         indices: int32 [s_q, 1, topk]; entries outside [0, s_kv) (-1 by convention) are skipped.
         sm_scale: softmax scale (a float).
         d_v: must be 512.
-        attn_sink: optional fp32 [h_q]: out is multiplied by exp(lse) / (exp(lse) + exp(sink)).
+        attn_sink: optional fp32 [h_q]: out is multiplied by exp(lse) / (exp(lse) + exp(sink)),
+            in the kernel (or, for rows of more than MAX_TOPK_PER_CALL indices, in the merge).
         topk_length: optional int32 [s_q]: row i uses only indices[i, :, :topk_length[i]].
         return_max_logits: False skips computing max_logits (returned as None): the kernel does
             not produce it, and its exact value costs a second gather of the selected rows.
@@ -273,8 +274,8 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v: int = 512, attn_sink=Non
 
     Raises:
         TypeError, ValueError: arguments FlashMLA would reject too (the message names the
-            argument); NotImplementedError: valid for FlashMLA, not served by mlakit (head counts
-            outside SUPPORTED_HEADS, d_qk = 512); errors of mlakit.dsa_sparse_attention.
+            argument); NotImplementedError: valid for FlashMLA, not served by mlakit (more than
+            128 heads, d_qk = 512); errors of mlakit.dsa_sparse_attention.
     """
     check_arguments(q, kv, indices, d_v, attn_sink, topk_length)
     h_q = q.shape[1]
@@ -495,8 +496,9 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
         TypeError, ValueError: arguments FlashMLA would reject too (the message names the
             argument; layout errors name mlakit.mla_decode's views: ``q_nope`` is q,
             ``ckv_cache`` is ``k_cache[:, :, 0]``); NotImplementedError: valid for FlashMLA, not
-            served by mlakit (fp16, fp8 cache, sparse mode, num_heads_k > 1, and what
-            mlakit.mla_decode does not serve: head counts, page sizes).
+            served by mlakit (fp16, fp8 cache without indices, num_heads_k > 1, more than 128
+            heads, and page sizes mlakit.mla_decode does not serve). Other head counts run
+            padded to the next of ``SUPPORTED_HEADS``.
     """
     if indices is not None:
         return _sparse_decode(q, k_cache, head_dim_v, softmax_scale, causal, is_fp8_kvcache,
