@@ -1004,8 +1004,8 @@ def quantize_unrounded(torch, ckv, kpe, out_rows):
 
 
 # 16 and 32 heads, and 64 / 128 heads at T x H below the 64-head CTA's threshold, run the 16-head
-# CTAs: the slot's fp32 scale is applied outside the MMA, exact for any scale, so the contest rule
-# holds against the reference on the dequantized cache. The 64-head CTAs round e4m3 x scale to
+# CTAs: the slot's fp32 scale is applied outside the MMA (P x scale rounded to bf16 as P is), so the
+# contest rule holds against the reference on the dequantized cache for any scale. The 64-head CTAs round e4m3 x scale to
 # bf16 (exact only for powers of two; docs/dsa-contract.md, "Scales that are not powers of two"):
 # for them this checks the bound measured, max |error| <= 0.05 in output and lse on randn rows
 # (FlashMLA: 0.042 on the same rows).
