@@ -239,6 +239,9 @@ TEST(MlaLayout, PointersNameTheArgument) {
   t = fake_tensors();
   t.sm_scale = NAN;
   EXPECT_NE(mla_layout::check_pointers(t).message().find("sm_scale: must be finite"), std::string::npos);
+  t = fake_tensors();
+  t.counters = reinterpret_cast<uint32_t*>(uintptr_t(0x80004));
+  EXPECT_EQ(mla_layout::check_pointers(t).message(), "counters: must be 16-byte aligned");
 }
 
 TEST(MlaLayout, CombinedViewsPassAndStridesAreChecked) {

@@ -437,6 +437,15 @@ TEST(Run, BadTensorsAreReportedBeforeAnyLaunch) {
   s = dsa_run(plan, x, ws.get(), need, nullptr);
   EXPECT_NE(s.message().find("ckv_stride_slot: must be a multiple of 8"), std::string::npos) << s.message();
   x.ckv_stride_slot = 0;
+  x.attn_sink = reinterpret_cast<const float*>(buf + 2);
+  s = dsa_run(plan, x, ws.get(), need, nullptr);
+  EXPECT_NE(s.message().find("attn_sink: must be 4-byte aligned"), std::string::npos) << s.message();
+  x.attn_sink = reinterpret_cast<const float*>(buf + 4);  // a float's alignment is enough
+  x.counters = reinterpret_cast<uint32_t*>(buf + 4);
+  s = dsa_run(plan, x, ws.get(), need, nullptr);
+  EXPECT_NE(s.message().find("counters: must be 16-byte aligned"), std::string::npos) << s.message();
+  x.attn_sink = nullptr;
+  x.counters = nullptr;
   // Every tensor fine: the device check is last, and a plan made without a GPU never runs.
   s = dsa_run(plan, x, ws.get(), need, nullptr);
   EXPECT_EQ(s.code(), Code::kUnsupported);
