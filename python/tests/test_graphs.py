@@ -62,6 +62,7 @@ def test_a_replay_runs_the_eager_calls_work_and_gives_its_outputs(torch, gpu, na
     call, out, lse = CALLS[name](torch, gpu)
     call()  # plans and caches the eager workspace: the profiled call allocates nothing
     eager = device_work(torch, call)
+    assert eager, "the profiler saw no device work of the eager call: nothing to compare"
     want_out, want_lse = out.clone(), lse.clone()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
