@@ -45,7 +45,7 @@ Status check_pointers(const DsaProblem& p, const DsaTensors& x) {
   // Optional: the sink is read a float at a time, the counters by 32-bit atomics.
   if (reinterpret_cast<uintptr_t>(x.attn_sink) % 4 != 0)
     return Status::invalid_argument("attn_sink: must be 4-byte aligned");
-  if (reinterpret_cast<uintptr_t>(x.counters) % 16 != 0)
+  if (x.counters != nullptr && !dsa_layout::aligned(x.counters))
     return Status::invalid_argument("counters: must be 16-byte aligned");
   if (!std::isfinite(x.sm_scale))
     return Status::invalid_argument("sm_scale: must be finite, got " + std::to_string(x.sm_scale));

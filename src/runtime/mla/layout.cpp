@@ -47,7 +47,7 @@ Status check_pointers(const MlaTensors& x) {
   MLAKIT_RETURN_IF_ERROR(check_int_pointer(x.cache_seqlens, "cache_seqlens"));
   MLAKIT_RETURN_IF_ERROR(check_row_pointer(x.output, "output"));
   MLAKIT_RETURN_IF_ERROR(check_int_pointer(x.lse, "lse"));
-  if (reinterpret_cast<uintptr_t>(x.counters) % 16 != 0)  // optional; read by 32-bit atomics
+  if (x.counters != nullptr && !aligned(x.counters))  // optional; its 16-byte rule is the workspace's
     return Status::invalid_argument("counters: must be 16-byte aligned");
   if (!std::isfinite(x.sm_scale))
     return Status::invalid_argument("sm_scale: must be finite, got " + std::to_string(x.sm_scale));
