@@ -240,6 +240,16 @@ class Stress:
             self.check(f"call {i} mla {n} streams {spec} causal={causal}", out, lse,
                        *self.mla_reference(pr, causal))
 
+    def replay_with(self, graph, static, fresh, keys, out, lse):
+        """A replay of `graph` on new inputs: `fresh[key]` copied into the captured `static[key]`,
+        the outputs NaN and every SM's shared memory poisoned first."""
+        for key in keys:
+            static[key].copy_(fresh[key])
+        out.fill_(math.nan)
+        lse.fill_(math.nan)
+        self.poison_shared()
+        graph.replay()
+
     def mla_graph(self, i):
         """Captured once (b 8 x 4096), replayed with new lengths, a permuted block table and new
         q, the output NaN before each replay."""
@@ -259,12 +269,7 @@ class Stress:
                      [self.rng.choice([0, 1, 63, 64, 65, 4096, self.rng.randint(1, 4096)])
                       for _ in range(8)]):
             fresh = self.mla_problem(lens, **shape)
-            for key in static:
-                static[key].copy_(fresh[key])
-            out.fill_(math.nan)
-            lse.fill_(math.nan)
-            self.poison_shared()
-            graph.replay()
+            self.replay_with(graph, static, fresh, static.keys(), out, lse)
             self.check(f"call {i} mla graph replay h{heads} s_q {seq_q} lens {lens}", out, lse,
                        *self.mla_reference(fresh, causal))
 
@@ -412,12 +417,8 @@ class Stress:
                                         lse=lse)
         for _ in range(3):
             fresh = self.dsa_problem(T, heads, fp8=fp8, num_pages=140)
-            for key in ("q_nope", "q_pe", "ckv", "kpe", "indices") + (("cache",) if fp8 else ()):
-                static[key].copy_(fresh[key])
-            out.fill_(math.nan)
-            lse.fill_(math.nan)
-            self.poison_shared()
-            graph.replay()
+            keys = ("q_nope", "q_pe", "ckv", "kpe", "indices") + (("cache",) if fp8 else ())
+            self.replay_with(graph, static, fresh, keys, out, lse)
             self.check(f"call {i} dsa graph replay T {T} h{heads}", out, lse,
                        *self.dsa_reference(fresh))
 
